@@ -1,0 +1,31 @@
+# Set-up and entry points.  Both `make run` and `make test` build the virtual
+# environment at .venv from this repository's own files on a fresh machine.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: venv run test bench clean
+
+$(BIN)/funes: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	# torch first, from the pinned CPU wheel: a bare "torch" would pull a CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ui]'
+	touch $@
+
+venv: $(BIN)/funes
+
+# The main job on the embedded default: index this machine's agent transcripts
+# into the local Lance memory (or bundled examples into a demo memory when there
+# are none), then recall from it.
+run: venv
+	$(BIN)/funes demo
+
+test: venv
+	$(BIN)/python -m pytest
+
+bench: venv
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

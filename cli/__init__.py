@@ -1,0 +1,1 @@
+"""The `funes` command line: one module per command."""

@@ -1,0 +1,54 @@
+"""Where things live on disk.  Every function reads the environment when called, so
+tests (and hooks) that set HOME or FUNES_HOME see their own paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value).expanduser() if value else None
+
+
+def funes_home() -> Path:
+    """``$FUNES_HOME``, default ``~/.funes``: the memory, its indexes, state and logs."""
+    return _env_path("FUNES_HOME") or Path.home() / ".funes"
+
+
+def memory_dir(home: Path | None = None) -> Path:
+    return (home or funes_home()) / "memory"
+
+
+def state_dir(home: Path | None = None) -> Path:
+    return (home or funes_home()) / "state"
+
+
+def logs_dir(home: Path | None = None) -> Path:
+    return (home or funes_home()) / "logs"
+
+
+def dagster_home(home: Path | None = None) -> Path:
+    return (home or funes_home()) / "dagster"
+
+
+def models_dir(home: Path | None = None) -> Path:
+    """Derived model files (the ONNX export of the shipped weights)."""
+    return (home or funes_home()) / "models"
+
+
+def claude_home() -> Path:
+    return _env_path("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
+
+
+def codex_home() -> Path:
+    return _env_path("CODEX_HOME") or Path.home() / ".codex"
+
+
+def pi_agent_dir() -> Path:
+    return _env_path("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent"
+
+
+def hermes_home() -> Path:
+    return _env_path("HERMES_HOME") or Path.home() / ".hermes"

@@ -1,0 +1,109 @@
+"""One shape for every agent's traces: Session → Turn → Block.
+
+Every parser in this package produces these objects and nothing downstream of
+parsing knows which agent wrote a transcript.  Spec: shared/specs/agent-traces.md §1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Stored facet values (compatible with the Rust funes); CLI aliases map onto them.
+HARNESSES = ("claude_code", "codex", "pi", "hermes", "parquet")
+HARNESS_ALIASES = {
+    "claude": "claude_code",
+    "claude_code": "claude_code",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "pi": "pi",
+    "hermes": "hermes",
+    "parquet": "parquet",
+}
+
+BLOCK_TYPES = ("text", "thinking", "tool_use", "tool_result")
+ROLES = ("user", "assistant", "tool")
+
+# Tiers order indexing work: what people said first, tool calls next, tool output last.
+TIER_OF_BLOCK = {"text": 1, "thinking": 1, "tool_use": 2, "tool_result": 3}
+
+
+def canonical_harness(name: str) -> str | None:
+    """The stored harness name for a CLI alias, or None when unknown."""
+    return HARNESS_ALIASES.get(name.strip().lower())
+
+
+@dataclass(slots=True)
+class Block:
+    block_type: str  # one of BLOCK_TYPES
+    text: str
+    tool_name: str | None = None
+    tool_use_id: str | None = None
+
+
+@dataclass(slots=True)
+class Turn:
+    turn_uuid: str
+    parent_uuid: str | None
+    seq: int  # 0-based among the session's retained turns, in file/row order
+    role: str  # one of ROLES
+    ts: str  # RFC 3339 UTC ("2026-01-02T03:04:05.123Z") or "" when unknown
+    blocks: list[Block]
+
+
+@dataclass(slots=True)
+class ParseWarning:
+    """Something skipped while parsing; ``line`` is 1-based (0 when not line-bound)."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass(slots=True)
+class Session:
+    harness: str
+    session_id: str
+    source_path: str
+    cwd: str  # raw recorded working directory ("" when none)
+    workdir: str  # facet derived from cwd (see common.workdir_facet)
+    repo: str | None = None  # "owner/name" from the checkout's git remote, when known
+    branch: str | None = None
+    parent_session_id: str | None = None
+    is_subagent: bool = False
+    turns: list[Turn] = field(default_factory=list)
+    warnings: list[ParseWarning] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return session_key(self.harness, self.session_id)
+
+
+def session_key(harness: str, session_id: str) -> str:
+    """The partition key of a session: ``<harness>--<session_id>``."""
+    return f"{harness}--{session_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceUnit:
+    """One independently indexable piece of trace data.
+
+    For the JSONL agents a unit is a transcript file; for Hermes it is one session
+    inside ``state.db``; for Parquet one row (session) of a file.  ``signature``
+    changes whenever the unit's content may have changed (size and mtime for a
+    file, the newest message id for a Hermes session), so an unchanged unit is
+    never parsed twice.
+    """
+
+    harness: str
+    path: Path
+    session_id: str
+    signature: str
+
+    @property
+    def key(self) -> str:
+        return session_key(self.harness, self.session_id)

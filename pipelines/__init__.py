@@ -1,0 +1,1 @@
+"""The Dagster code location: definitions, partitions, sensors, schedules, resources, checks."""
