@@ -1,16 +1,19 @@
-"""Helpers every parser shares: facets, timestamps, tool-input JSON, repo identity."""
+"""Helpers every parser shares: facets, timestamps, tool-input JSON, repo identity,
+turn collection and file discovery."""
 
 from __future__ import annotations
 
 import configparser
 import json
+import os
 import re
+from collections.abc import Callable, Collection, Iterator
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from funes.traces.model import Session
+from funes.traces.model import Block, Session, SourceUnit, Turn
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -153,3 +156,108 @@ def backfill_tool_names(session: Session) -> None:
         for block in turn.blocks:
             if block.block_type == "tool_result" and not block.tool_name and block.tool_use_id:
                 block.tool_name = names.get(block.tool_use_id)
+
+
+def finish_session(session: Session) -> Session:
+    """What every parser does last: name tool results and resolve the repository."""
+    backfill_tool_names(session)
+    session.repo = repo_identity(session.cwd)
+    return session
+
+
+def as_str(value: Any) -> str:
+    """``value`` when it is a string, else "" (fields of the wrong type read as missing)."""
+    return value if isinstance(value, str) else ""
+
+
+def opt_str(value: Any) -> str | None:
+    """``value`` when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def joined_text(content: Any, part_types: Collection[str] = ("text",)) -> str:
+    """The text of message content: a string as is, else the ``text`` of every part
+    whose ``type`` is in ``part_types`` (a list of parts or a single part), joined by
+    newlines.  Images and other parts are left out."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and part.get("type") in part_types and isinstance(part.get("text"), str)
+    )
+
+
+class TurnCollector:
+    """Appends one session's turns in order.
+
+    Drops blocks whose text is blank and turns left without blocks, numbers ``seq``
+    among retained turns, and hands out turn ids that are unique within the session.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.last_uuid: str | None = None  # the most recently retained turn's id
+        self._claimed: set[str] = set()
+
+    def claim(self, preferred: Any, fallback: str) -> str:
+        """``preferred`` when it is a non-empty string no earlier record of this
+        session has claimed, else ``fallback``.  Claim for every record, retained or
+        not, so an id never depends on skip rules, only on the lines before it."""
+        turn_uuid = preferred if isinstance(preferred, str) and preferred and preferred not in self._claimed else fallback
+        self._claimed.add(turn_uuid)
+        return turn_uuid
+
+    def add(self, turn_uuid: str, parent_uuid: str | None, role: str, ts: str, blocks: list[Block]) -> Turn | None:
+        kept = [block for block in blocks if isinstance(block.text, str) and block.text and not block.text.isspace()]
+        if not kept:
+            return None
+        turn = Turn(turn_uuid, parent_uuid, len(self.session.turns), role, ts, kept)
+        self.session.turns.append(turn)
+        self.last_uuid = turn_uuid
+        return turn
+
+
+_TRAILING_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+
+
+def trailing_uuid(name: str) -> str | None:
+    """The UUID a transcript file name ends with (``rollout-<ts>-<uuid>.jsonl``,
+    ``<ts>_<uuid>.jsonl``), extensions ignored."""
+    stem = name
+    for suffix in (".zst", ".jsonl"):
+        stem = stem.removesuffix(suffix)
+    match = _TRAILING_UUID.search(stem)
+    return match.group(1) if match else None
+
+
+def file_signature(path: Path) -> str | None:
+    """``size:mtime_ns`` of a file, or None when it vanished."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def file_unit(harness: str, path: Path, session_id: str) -> SourceUnit | None:
+    signature = file_signature(path)
+    return None if signature is None else SourceUnit(harness, path, session_id, signature)
+
+
+def walk_files(root: Path, accept: Callable[[str], bool], skip_dirs: Collection[str] = ()) -> Iterator[Path]:
+    """Files under ``root`` whose name ``accept`` takes, in sorted order, not
+    descending into folders named in ``skip_dirs``.  A file given as ``root`` is
+    yielded whatever its name: the caller asked for it."""
+    if root.is_file():
+        yield root
+        return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
+        for name in sorted(files):
+            if accept(name):
+                yield Path(folder, name)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -27,6 +28,41 @@ def _open(path: Path) -> BinaryIO:
 
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
     return raw
+
+
+# Agents written in JavaScript can cut a string inside a UTF-16 surrogate pair and
+# still write valid JSON ("\\ud83d"); Python decodes that to a lone surrogate, which
+# no UTF-8 encoder downstream (Arrow, Lance, the terminal) accepts.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# What converting a well-formed JSON value of an unexpected shape can raise: the
+# parsers catch exactly these per record and turn them into warnings.
+SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError)
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def decode_json(text: str) -> Any:
+    """``json.loads`` that raises only ValueError (also for nesting too deep to
+    decode) and never returns lone surrogates (they become U+FFFD)."""
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+    if "\\ud" in text or "\\uD" in text:  # only escaped surrogates can decode to lone ones
+        try:
+            value = _replace_lone_surrogates(value)
+        except RecursionError as exc:
+            raise ValueError("JSON nested too deeply") from exc
+    return value
 
 
 def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -58,7 +94,7 @@ def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int
             if not text:
                 continue
             try:
-                record = json.loads(text)
+                record = decode_json(text)
             except ValueError:
                 message = "partial last line (still being written?)" if not complete else "not JSON"
                 warnings.append(ParseWarning(source, index + 1, message))
@@ -67,3 +103,29 @@ def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int
                 warnings.append(ParseWarning(source, index + 1, f"not a JSON object ({type(record).__name__})"))
                 continue
             yield index, record
+
+
+def each_record(path: Path, warnings: list[ParseWarning], handle: Callable[[int, dict[str, Any]], None]) -> None:
+    """Call ``handle(line_index, record)`` for every JSON object in ``path``.
+
+    A record whose fields have unexpected types makes ``handle`` fail half-way; that
+    costs the record (a warning naming file and line), never the session.
+    """
+    for index, record in read_records(path, warnings):
+        try:
+            handle(index, record)
+        except SHAPE_ERRORS as exc:
+            warnings.append(
+                ParseWarning(str(path), index + 1, f"unexpected record shape ({type(exc).__name__}: {exc})")
+            )
+
+
+def first_record(path: Path) -> dict[str, Any] | None:
+    """The file's first JSON object, or None (also when the file cannot be read):
+    what discovery peeks at to name a session without parsing the whole file."""
+    try:
+        for _, record in read_records(path, []):
+            return record
+    except TraceReadError:
+        return None
+    return None
