@@ -1,0 +1,154 @@
+"""Claude Code transcripts: ``<claude home>/projects/<slug>/<session>.jsonl``.
+
+Spec: shared/specs/agent-traces.md §3.  One file is one session, named by its stem.
+Subagent transcripts live in ``<slug>/<session>/subagents/agent-<id>.jsonl`` (older
+versions: ``<slug>/agent-<id>.jsonl``); their records carry the parent's
+``sessionId``, which becomes ``parent_session_id``.
+
+Only ``user`` and ``assistant`` records are conversation.  Skipped as noise: the
+compaction summary Claude Code injects after ``/compact`` (``isCompactSummary``),
+API error stand-ins (``isApiErrorMessage``), ``[Request interrupted by user…]``
+markers, and ``isMeta`` records (caveats, ``<command-name>`` and
+``<system-reminder>`` wrappers) except for their ``tool_result`` parts: newer
+versions flag genuine tool output as meta too, and that output is worth recalling.
+
+turn_uuid = the record's ``uuid`` (stable, unique); a record without one, or
+repeating an earlier record's, gets ``"{session_id}:L{line_index}"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from funes import config
+from funes.traces.common import (
+    TurnCollector,
+    as_str,
+    clean_branch,
+    file_unit,
+    finish_session,
+    joined_text,
+    normalize_ts,
+    opt_str,
+    tool_input_text,
+    walk_files,
+    workdir_facet,
+)
+from funes.traces.jsonl import each_record
+from funes.traces.model import Block, Session, SourceUnit
+
+HARNESS = "claude_code"
+
+_SKIPPED_DIRS = frozenset({"tool-results"})  # externalised big outputs, previewed in the transcript
+_SKIPPED_FILES = frozenset({"journal.jsonl"})  # workflow journals, not conversations
+_INTERRUPTED = "[Request interrupted by user"
+
+
+def default_roots() -> list[Path]:
+    return [config.claude_home() / "projects"]
+
+
+def _is_transcript(name: str) -> bool:
+    return name.endswith(".jsonl") and name not in _SKIPPED_FILES
+
+
+def discover(root: Path) -> Iterator[SourceUnit]:
+    base = root / "projects" if (root / "projects").is_dir() else root
+    for path in walk_files(base, _is_transcript, _SKIPPED_DIRS):
+        unit = file_unit(HARNESS, path, path.stem)
+        if unit is not None:
+            yield unit
+
+
+def _fallback_workdir(path: Path) -> str:
+    """The project folder name (Claude's own cwd slug) when no record has a cwd."""
+    folders = path.parts[:-1]
+    if "projects" in folders:
+        after = len(folders) - folders[::-1].index("projects")
+        if after < len(folders):
+            return folders[after]
+    return path.parent.name
+
+
+def _text_block(text: str) -> Block:
+    return Block("text", "" if text.startswith(_INTERRUPTED) else text)
+
+
+def _blocks(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [_text_block(content)]
+    blocks: list[Block] = []
+    if not isinstance(content, list):
+        return blocks
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            blocks.append(_text_block(as_str(part.get("text"))))
+        elif kind == "thinking":
+            blocks.append(Block("thinking", as_str(part.get("thinking"))))
+        elif kind == "tool_use":
+            blocks.append(
+                Block("tool_use", tool_input_text(part.get("input")), opt_str(part.get("name")), opt_str(part.get("id")))
+            )
+        elif kind == "tool_result":
+            text = joined_text(part.get("content")) or as_str(part.get("text"))
+            blocks.append(Block("tool_result", text, None, opt_str(part.get("tool_use_id"))))
+        # redacted_thinking (opaque), image, document, server tool parts: nothing to recall
+    return blocks
+
+
+def parse(unit: SourceUnit) -> Session:
+    path = unit.path
+    session_id = path.stem
+    session = Session(
+        harness=HARNESS,
+        session_id=session_id,
+        source_path=str(path),
+        cwd="",
+        workdir="",
+        is_subagent=session_id.startswith("agent-"),
+    )
+    turns = TurnCollector(session)
+
+    def handle(index: int, record: dict[str, Any]) -> None:
+        if not session.cwd:
+            cwd = record.get("cwd")
+            if isinstance(cwd, str) and workdir_facet(cwd):
+                session.cwd = cwd
+        if session.branch is None:
+            session.branch = clean_branch(record.get("gitBranch"))
+        kind = record.get("type")
+        if kind != "user" and kind != "assistant":
+            return
+        if session.is_subagent and session.parent_session_id is None:
+            parent = opt_str(record.get("sessionId"))
+            if parent != session_id:
+                session.parent_session_id = parent
+        turn_uuid = turns.claim(record.get("uuid"), f"{session_id}:L{index}")
+        if record.get("isCompactSummary") is True or record.get("isApiErrorMessage") is True:
+            return
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return
+        blocks = _blocks(message.get("content"))
+        if record.get("isMeta") is True:
+            blocks = [block for block in blocks if block.block_type == "tool_result"]
+        if not blocks:
+            return
+        role = message.get("role")
+        if role != "user" and role != "assistant":
+            role = kind
+        if role == "user" and all(block.block_type == "tool_result" for block in blocks):
+            role = "tool"
+        parent_uuid = opt_str(record.get("parentUuid"))
+        turns.add(turn_uuid, parent_uuid, role, normalize_ts(record.get("timestamp")), blocks)
+
+    each_record(path, session.warnings, handle)
+    if session.is_subagent and session.parent_session_id is None and path.parent.name == "subagents":
+        session.parent_session_id = path.parent.parent.name  # <session>/subagents/agent-*.jsonl
+    session.workdir = workdir_facet(session.cwd, _fallback_workdir(path))
+    return finish_session(session)

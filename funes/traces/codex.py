@@ -1,0 +1,214 @@
+"""OpenAI Codex CLI rollouts: ``<codex home>/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+
+Spec: shared/specs/agent-traces.md §4.  Also ``archived_sessions/`` and rollouts
+compressed as ``.jsonl.zst`` (a plain ``.jsonl`` beside one wins).
+
+Session id = ``payload.id`` of the file's first record when that is a
+``session_meta``, else the UUID at the end of the file name.  Cwd, branch and the
+subagent flag come from the first ``session_meta`` anywhere (a forked file carries a
+second, copied one).
+
+Only ``response_item`` lines are conversation (``event_msg`` duplicates them).
+Skipped: developer/system messages and the context Codex injects as user messages
+(AGENTS.md, environment context, …): they repeat in every rollout and drown recall.
+
+turn_uuid = ``"{session_id}:{line_index}"`` (0-based physical line), or
+``"{session_id}:o{ordinal}"`` when the line carries an integer ``ordinal`` not seen
+earlier in the file.  Positional ids never change when the file grows or a skip rule
+changes; the ``o`` keeps ordinals and line numbers from colliding in a file written
+partly by older Codex builds.  Parent = the previous retained turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from funes import config
+from funes.traces.common import (
+    TurnCollector,
+    as_str,
+    clean_branch,
+    compact_json,
+    file_unit,
+    finish_session,
+    joined_text,
+    normalize_ts,
+    opt_str,
+    tool_input_text,
+    trailing_uuid,
+    walk_files,
+    workdir_facet,
+)
+from funes.traces.jsonl import each_record, first_record
+from funes.traces.model import Block, Session, SourceUnit
+
+HARNESS = "codex"
+
+_INJECTED_USER_PREFIXES = (
+    "# AGENTS.md instructions for",
+    "<environment_context>",
+    "<user_instructions>",
+    "<INSTRUCTIONS>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+)
+_MESSAGE_TEXT_TYPES = ("input_text", "output_text", "text")
+_SUBAGENT_THREAD_SOURCES = frozenset({"subagent", "guardian_review", "memory_consolidation"})
+
+
+def default_roots() -> list[Path]:
+    home = config.codex_home()
+    return [home / "sessions", home / "archived_sessions"]
+
+
+def _is_rollout(name: str) -> bool:
+    return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst"))
+
+
+def _rollouts(root: Path) -> Iterator[Path]:
+    folders = [root / name for name in ("sessions", "archived_sessions") if (root / name).is_dir()]
+    for folder in folders or [root]:
+        for path in walk_files(folder, _is_rollout):
+            if path.name.endswith(".zst") and path.with_name(path.name[: -len(".zst")]).exists():
+                continue  # the plain rollout is the complete one
+            yield path
+
+
+def _session_id(first: dict[str, Any] | None, path: Path) -> str:
+    if first is not None and first.get("type") == "session_meta":
+        payload = first.get("payload")
+        if isinstance(payload, dict) and opt_str(payload.get("id")):
+            return payload["id"]
+    return trailing_uuid(path.name) or path.name.removesuffix(".zst").removesuffix(".jsonl")
+
+
+def discover(root: Path) -> Iterator[SourceUnit]:
+    for path in _rollouts(root):
+        unit = file_unit(HARNESS, path, _session_id(first_record(path), path))
+        if unit is not None:
+            yield unit
+
+
+def _apply_session_meta(session: Session, payload: dict[str, Any]) -> None:
+    session.cwd = as_str(payload.get("cwd"))
+    git = payload.get("git")
+    session.branch = clean_branch(git.get("branch")) if isinstance(git, dict) else None
+    source = payload.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    session.is_subagent = subagent is not None or payload.get("thread_source") in _SUBAGENT_THREAD_SOURCES
+    parent = opt_str(payload.get("parent_thread_id"))
+    if parent is None and isinstance(subagent, dict) and isinstance(subagent.get("thread_spawn"), dict):
+        parent = opt_str(subagent["thread_spawn"].get("parent_thread_id"))
+    session.parent_session_id = parent
+
+
+Converted = tuple[str, list[Block]] | None
+
+
+def _message(payload: dict[str, Any]) -> Converted:
+    role = payload.get("role")
+    if role != "user" and role != "assistant":
+        return None  # developer/system: instructions, not conversation
+    content = payload.get("content")
+    parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+    texts = [joined_text(part, _MESSAGE_TEXT_TYPES) for part in parts]
+    if role == "user":
+        texts = [text for text in texts if not text.lstrip().startswith(_INJECTED_USER_PREFIXES)]
+    return role, [Block("text", text) for text in texts]
+
+
+def _reasoning(payload: dict[str, Any]) -> Converted:
+    # encrypted_content is opaque and never indexed
+    summary = joined_text(payload.get("summary"), ("summary_text",))
+    content = joined_text(payload.get("content"), ("reasoning_text", "text"))
+    return "assistant", [Block("thinking", "\n".join(text for text in (summary, content) if text))]
+
+
+def _function_call(payload: dict[str, Any]) -> Converted:
+    text = tool_input_text(payload.get("arguments"))
+    return "assistant", [Block("tool_use", text, opt_str(payload.get("name")), opt_str(payload.get("call_id")))]
+
+
+def _custom_tool_call(payload: dict[str, Any]) -> Converted:
+    text = tool_input_text(payload.get("input"))
+    return "assistant", [Block("tool_use", text, opt_str(payload.get("name")), opt_str(payload.get("call_id")))]
+
+
+def _local_shell_call(payload: dict[str, Any]) -> Converted:
+    text = tool_input_text(payload.get("action"))
+    return "assistant", [Block("tool_use", text, "local_shell", opt_str(payload.get("call_id")))]
+
+
+def _output_text(output: Any) -> str:
+    """Tool output in any of its shapes: a string, a list of content items, a single
+    item, or the legacy ``{content, success}`` object."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list) or (isinstance(output, dict) and "type" in output):
+        return joined_text(output, _MESSAGE_TEXT_TYPES)
+    if isinstance(output, dict) and "content" in output:
+        return _output_text(output["content"])
+    return compact_json(output)
+
+
+def _tool_output(payload: dict[str, Any]) -> Converted:
+    return "tool", [Block("tool_result", _output_text(payload.get("output")), None, opt_str(payload.get("call_id")))]
+
+
+def _agent_message(payload: dict[str, Any]) -> Converted:
+    """A message between Codex threads: its plain-text parts."""
+    content = payload.get("content")
+    parts = content if isinstance(content, list) else []
+    return "assistant", [Block("text", joined_text(part, ("input_text",))) for part in parts]
+
+
+_CONVERTERS: dict[str, Callable[[dict[str, Any]], Converted]] = {
+    "message": _message,
+    "reasoning": _reasoning,
+    "function_call": _function_call,
+    "custom_tool_call": _custom_tool_call,
+    "local_shell_call": _local_shell_call,
+    "function_call_output": _tool_output,
+    "custom_tool_call_output": _tool_output,
+    "agent_message": _agent_message,
+}
+
+
+def parse(unit: SourceUnit) -> Session:
+    path = unit.path
+    session = Session(harness=HARNESS, session_id="", source_path=str(path), cwd="", workdir="")
+    turns = TurnCollector(session)
+    meta_seen = False
+
+    def handle(index: int, record: dict[str, Any]) -> None:
+        nonlocal meta_seen
+        if not session.session_id:
+            session.session_id = _session_id(record, path)
+        kind = record.get("type")
+        if kind == "session_meta" and not meta_seen:
+            payload = record.get("payload")
+            if isinstance(payload, dict):
+                meta_seen = True
+                _apply_session_meta(session, payload)
+            return
+        if kind != "response_item":
+            return
+        ordinal = record.get("ordinal")
+        preferred = f"{session.session_id}:o{ordinal}" if type(ordinal) is int else None
+        turn_uuid = turns.claim(preferred, f"{session.session_id}:{index}")
+        payload = record.get("payload")
+        converter = _CONVERTERS.get(payload.get("type")) if isinstance(payload, dict) else None
+        converted = converter(payload) if converter else None
+        if converted is not None:
+            role, blocks = converted
+            turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(record.get("timestamp")), blocks)
+
+    each_record(path, session.warnings, handle)
+    if not session.session_id:
+        session.session_id = _session_id(None, path)
+    session.workdir = workdir_facet(session.cwd, path.parent.name)
+    return finish_session(session)

@@ -1,0 +1,242 @@
+"""Hermes (NousResearch/hermes-agent) sessions, stored in SQLite.
+
+Spec: shared/specs/agent-traces.md §6.  ``<hermes home>/state.db`` and each
+``profiles/<name>/state.db``; a root may be a database file or a folder holding one.
+
+The database is live (WAL mode, written while we read).  It is opened read-only
+through a ``file:…?mode=ro`` URI — never ``immutable=1``, which would ignore the WAL —
+with a 5 s busy timeout, and an open or read that fails with a transient
+``disk I/O error`` / ``database is locked`` (Hermes checkpointing) is retried three
+times 50 ms apart.  A database that stays unreadable raises TraceReadError, so the
+unit is retried later instead of being recorded as empty.  Columns are probed with
+``PRAGMA table_info``: older schemas lack many of them.
+
+One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
+become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
+parent = the previous retained turn.  Skipped rows: system rows, compaction summaries
+(``_compressed_summary = 1``), model-only scaffolding (``display_kind = 'hidden'``),
+and the synthetic background-review prompts.
+
+De-duplication.  In-place compaction archives old rows (``compacted = 1`` /
+``active = 0``) and re-inserts the kept tail as new rows with identical content.  A
+row is dropped when an earlier row of the session with the same ``(role, content,
+tool_call_id, tool_calls)`` was archived: the lowest id survives.  Matching only
+against archived rows keeps genuine repeats ("yes", "continue") that a plain
+de-duplication would eat.  Schemas without the archive columns cannot tell the two
+apart; there any repeat of an earlier row is dropped, as the spec recommends.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from funes import config
+from funes.errors import TraceReadError
+from funes.traces.common import (
+    TurnCollector,
+    clean_branch,
+    finish_session,
+    joined_text,
+    normalize_ts,
+    opt_str,
+    tool_input_text,
+    workdir_facet,
+)
+from funes.traces.jsonl import SHAPE_ERRORS, decode_json
+from funes.traces.model import Block, ParseWarning, Session, SourceUnit
+
+HARNESS = "hermes"
+
+DB_NAME = "state.db"
+BUSY_TIMEOUT_S = 5.0
+RETRIES = 3
+RETRY_BACKOFF_S = 0.05
+_TRANSIENT = ("disk i/o error", "locked", "busy")
+
+MULTIMODAL_PREFIX = "\x00json:"  # content holding JSON-encoded OpenAI-style parts
+_REVIEW_PROMPT = "Review the conversation above and"  # Hermes' background self-review harness
+_ROLES = frozenset({"user", "assistant", "tool"})
+_MESSAGE_COLUMNS = (
+    "id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "reasoning",
+    "reasoning_content", "_compressed_summary", "display_kind", "active", "compacted",
+)
+_SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "model_config", "end_reason")
+# A child session that continues its parent (not a delegated subagent).
+_CONTINUATION_MARKERS = ("_branched_from", "_reset_from")
+_CONTINUATION_END_REASONS = frozenset({"compression", "branched", "new_session", "session_reset"})
+
+T = TypeVar("T")
+
+
+def default_roots() -> list[Path]:
+    return [config.hermes_home()]
+
+
+def databases(root: Path) -> list[Path]:
+    """The state databases under a Hermes home (its own and every profile's), or
+    ``root`` itself when it is a file."""
+    if root.is_file():
+        return [root]
+    found = [root / DB_NAME] if (root / DB_NAME).is_file() else []
+    return found + sorted(path for path in (root / "profiles").glob(f"*/{DB_NAME}") if path.is_file())
+
+
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")  # a bad byte costs a character, not the row
+
+
+def _read(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``query`` on a read-only connection inside one read transaction (one
+    consistent snapshot), retrying transient failures."""
+    uri = f"{db.absolute().as_uri()}?mode=ro"
+    for attempt in range(RETRIES + 1):
+        conn = None
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.text_factory = _decode_text
+            conn.execute("BEGIN")
+            return query(conn)
+        except sqlite3.Error as exc:
+            transient = any(marker in str(exc).lower() for marker in _TRANSIENT)
+            if not transient or attempt == RETRIES:
+                raise TraceReadError(f"cannot read {db}: {exc}") from exc
+            time.sleep(RETRY_BACKOFF_S)
+        finally:
+            if conn is not None:
+                conn.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...], where: str, args: tuple) -> list[dict]:
+    present = _columns(conn, table)
+    if not present:
+        raise sqlite3.DatabaseError(f"no {table} table: not a Hermes state database")
+    names = [name for name in wanted if name in present]
+    order = " ORDER BY id" if "id" in present else ""
+    rows = conn.execute(f"SELECT {', '.join(names)} FROM {table} WHERE {where}{order}", args)
+    return [dict(zip(names, row)) for row in rows]
+
+
+def _session_stats(conn: sqlite3.Connection) -> list[tuple]:
+    if "session_id" not in _columns(conn, "messages"):
+        raise sqlite3.DatabaseError("no messages table: not a Hermes state database")
+    return conn.execute(
+        "SELECT session_id, MAX(id), COUNT(*) FROM messages GROUP BY session_id ORDER BY MIN(id)"
+    ).fetchall()
+
+
+def discover(root: Path) -> Iterator[SourceUnit]:
+    """One unit per session with messages; raises TraceReadError for a database that
+    cannot be read (so a sweep reports it rather than silently skipping it)."""
+    for db in databases(root):
+        for session_id, max_id, count in _read(db, _session_stats):
+            if session_id is not None:
+                yield SourceUnit(HARNESS, db, str(session_id), f"{max_id}:{count}")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return _decode_text(value)
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _content_text(content: str) -> str:
+    """Message text, with multimodal content decoded to its text parts."""
+    if content.startswith(MULTIMODAL_PREFIX):
+        return joined_text(decode_json(content[len(MULTIMODAL_PREFIX):]), ("text", "input_text"))
+    return content
+
+
+def _tool_uses(tool_calls: str) -> list[Block]:
+    calls = decode_json(tool_calls) if tool_calls.strip() else []
+    blocks = []
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        text = tool_input_text(function.get("arguments"))
+        blocks.append(Block("tool_use", text, opt_str(function.get("name")), opt_str(call.get("id"))))
+    return blocks
+
+
+def _blocks(row: dict[str, Any]) -> list[Block]:
+    role = row["role"]
+    text = _content_text(_text(row.get("content")))
+    if role == "user":
+        return [Block("text", text)]
+    if role == "tool":
+        return [Block("tool_result", text, opt_str(row.get("tool_name")), opt_str(row.get("tool_call_id")))]
+    thinking = _text(row.get("reasoning_content")) or _text(row.get("reasoning"))
+    return [Block("thinking", thinking), Block("text", text), *_tool_uses(_text(row.get("tool_calls")))]
+
+
+def _is_subagent(session_row: dict[str, Any], parent_end_reason: Any) -> bool:
+    if not session_row.get("parent_session_id"):
+        return False
+    try:
+        model_config = decode_json(_text(session_row.get("model_config")) or "{}")
+    except ValueError:
+        model_config = {}
+    markers = model_config if isinstance(model_config, dict) else {}
+    if "_delegate_from" in markers:
+        return True
+    if any(marker in markers for marker in _CONTINUATION_MARKERS):
+        return False
+    return parent_end_reason not in _CONTINUATION_END_REASONS
+
+
+def parse(unit: SourceUnit) -> Session:
+    db, session_id = unit.path, unit.session_id
+
+    def load(conn: sqlite3.Connection) -> tuple[dict, Any, list[dict]]:
+        found = _select(conn, "sessions", _SESSION_COLUMNS, "id = ?", (session_id,))
+        session_row = found[0] if found else {}
+        parent_end_reason = None
+        if session_row.get("parent_session_id") and "end_reason" in session_row:
+            parents = _select(conn, "sessions", ("end_reason",), "id = ?", (session_row["parent_session_id"],))
+            parent_end_reason = parents[0]["end_reason"] if parents else None
+        messages = _select(conn, "messages", _MESSAGE_COLUMNS, "session_id = ?", (session_id,))
+        return session_row, parent_end_reason, messages
+
+    session_row, parent_end_reason, messages = _read(db, load)
+    cwd = _text(session_row.get("cwd"))
+    session = Session(
+        harness=HARNESS,
+        session_id=session_id,
+        source_path=str(db),
+        cwd=cwd,
+        workdir=workdir_facet(cwd, "hermes"),
+        branch=clean_branch(session_row.get("git_branch")),
+        parent_session_id=opt_str(session_row.get("parent_session_id")),
+        is_subagent=_is_subagent(session_row, parent_end_reason),
+    )
+    turns = TurnCollector(session)
+    archive_aware = bool(messages) and ("compacted" in messages[0] or "active" in messages[0])
+    earlier: set[tuple] = set()  # keys of archived rows, or of all rows when the schema cannot tell
+    for row in messages:
+        try:
+            role = row.get("role")
+            if role not in _ROLES or row.get("_compressed_summary") or row.get("display_kind") == "hidden":
+                continue
+            if role == "user" and _text(row.get("content")).startswith(_REVIEW_PROMPT):
+                continue
+            key = (role, row.get("content"), row.get("tool_call_id"), row.get("tool_calls"))
+            if key in earlier:
+                continue
+            if not archive_aware or row.get("compacted") or row.get("active") == 0:
+                earlier.add(key)
+            turn_uuid = str(row["id"])
+            turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(row.get("timestamp")), _blocks(row))
+        except SHAPE_ERRORS as exc:
+            message = f"unexpected message row ({type(exc).__name__}: {exc})"
+            session.warnings.append(ParseWarning(str(db), row.get("id") if type(row.get("id")) is int else 0, message))
+    return finish_session(session)

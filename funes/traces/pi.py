@@ -1,0 +1,158 @@
+"""pi (badlogic/pi-mono) sessions: ``<pi agent dir>/sessions/--<cwd>--/<ts>_<uuid>.jsonl``.
+
+Spec: shared/specs/agent-traces.md §5.  Line 1 is the ``session`` header; session id
+= its ``id`` (else the UUID in the file name).  Every session-format version is read:
+v1 (no entry ids), v2 (``id``/``parentId`` tree) and v3.
+
+Turn ids.  pi's own entry ids (8 hex chars) are what pi, its extension API and
+the LoCoMo qrels call a turn, so they are used wherever they are stable.  They are
+not stable in one case: a v1 file has no ids, and when pi later opens it, it
+migrates the file to v3 and rewrites it with *random* ids.  Rule:
+
+* a file written natively in the tree format (header ``version`` >= 2 and none of
+  the v1-only header fields ``provider``/``modelId``/``thinkingLevel``/
+  ``branchedFrom``, which pi's migration keeps in the header): turn_uuid = entry
+  ``id``, parent = the nearest retained ancestor along ``parentId``;
+* a v1 file, or one migrated from v1 (detected by those header fields):
+  turn_uuid = ``"{session_id}:{line_index}"``, parent = the previous retained
+  turn.  Migration keeps line order, so these ids survive it, and appends never
+  move earlier lines.
+
+An entry without an id, or repeating an earlier one, falls back to the positional id.
+
+Only ``message`` entries are conversation: user text, assistant text / thinking /
+``toolCall``, ``toolResult`` (role ``tool``), and ``bashExecution`` (a user's
+``!command``: a ``bash`` tool_use and its tool_result).  Timestamps: the entry's
+ISO ``timestamp``, else the message's epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from funes import config
+from funes.traces.common import (
+    TurnCollector,
+    as_str,
+    file_unit,
+    finish_session,
+    joined_text,
+    normalize_ts,
+    opt_str,
+    tool_input_text,
+    trailing_uuid,
+    walk_files,
+    workdir_facet,
+)
+from funes.traces.jsonl import each_record, first_record
+from funes.traces.model import Block, Session, SourceUnit
+
+HARNESS = "pi"
+
+# Written only by v1 pi; its v1 -> v2 migration leaves them in the header.
+_V1_HEADER_FIELDS = ("provider", "modelId", "thinkingLevel", "branchedFrom")
+
+
+def default_roots() -> list[Path]:
+    return [config.pi_agent_dir() / "sessions"]
+
+
+def _is_session_file(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+def _header(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    return record if record is not None and record.get("type") == "session" else None
+
+
+def _session_id(header: dict[str, Any] | None, path: Path) -> str:
+    if header is not None and opt_str(header.get("id")):
+        return header["id"]
+    return trailing_uuid(path.name) or path.stem
+
+
+def discover(root: Path) -> Iterator[SourceUnit]:
+    base = root / "sessions" if (root / "sessions").is_dir() else root
+    for path in walk_files(base, _is_session_file):
+        unit = file_unit(HARNESS, path, _session_id(_header(first_record(path)), path))
+        if unit is not None:
+            yield unit
+
+
+def uses_native_ids(header: dict[str, Any] | None) -> bool:
+    """Whether the file was written in the tree format from its first line, so its
+    entry ids were never rewritten by a migration."""
+    if header is None:
+        return False
+    version = header.get("version")
+    return type(version) is int and version >= 2 and not any(field in header for field in _V1_HEADER_FIELDS)
+
+
+def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | None:
+    content = message.get("content")
+    if role == "user":
+        parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+        return "user", [Block("text", joined_text(part)) for part in parts]
+    if role == "assistant":
+        blocks = []
+        for part in content if isinstance(content, list) else []:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                blocks.append(Block("text", as_str(part.get("text"))))
+            elif kind == "thinking":
+                blocks.append(Block("thinking", as_str(part.get("thinking"))))
+            elif kind == "toolCall":
+                text = tool_input_text(part.get("arguments"))
+                blocks.append(Block("tool_use", text, opt_str(part.get("name")), opt_str(part.get("id"))))
+        return "assistant", blocks
+    if role == "toolResult":
+        block = Block("tool_result", joined_text(content), opt_str(message.get("toolName")), opt_str(message.get("toolCallId")))
+        return "tool", [block]
+    if role == "bashExecution":
+        command = as_str(message.get("command"))
+        return "user", [Block("tool_use", command, "bash"), Block("tool_result", as_str(message.get("output")), "bash")]
+    return None  # custom / hookMessage / branchSummary / compactionSummary: synthetic
+
+
+def parse(unit: SourceUnit) -> Session:
+    path = unit.path
+    session = Session(harness=HARNESS, session_id="", source_path=str(path), cwd="", workdir="")
+    turns = TurnCollector(session)
+    native = False
+    nearest_turn: dict[str, str | None] = {}  # entry id -> its nearest retained turn (native ids only)
+
+    def handle(index: int, record: dict[str, Any]) -> None:
+        nonlocal native
+        if not session.session_id:
+            header = _header(record)
+            session.session_id = _session_id(header, path)
+            native = uses_native_ids(header)
+            if header is not None:
+                session.cwd = as_str(header.get("cwd"))
+                parent_file = opt_str(header.get("parentSession")) or opt_str(header.get("branchedFrom"))
+                session.parent_session_id = trailing_uuid(Path(parent_file).name) if parent_file else None
+                return
+        if native:
+            entry_id, parent_id = record.get("id"), record.get("parentId")
+            parent_uuid = nearest_turn.get(parent_id) if isinstance(parent_id, str) else None
+        else:
+            entry_id, parent_uuid = None, turns.last_uuid
+        turn_uuid = turns.claim(entry_id, f"{session.session_id}:{index}")
+        turn = None
+        message = record.get("message") if record.get("type") == "message" else None
+        converted = _blocks(message.get("role"), message) if isinstance(message, dict) else None
+        if converted is not None:
+            ts = normalize_ts(record.get("timestamp")) or normalize_ts(message.get("timestamp"))
+            turn = turns.add(turn_uuid, parent_uuid, converted[0], ts, converted[1])
+        if native and isinstance(entry_id, str):
+            nearest_turn[entry_id] = turn.turn_uuid if turn is not None else parent_uuid
+
+    each_record(path, session.warnings, handle)
+    if not session.session_id:
+        session.session_id = _session_id(None, path)
+    session.workdir = workdir_facet(session.cwd, path.parent.name)
+    return finish_session(session)
