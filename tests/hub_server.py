@@ -121,14 +121,17 @@ class GitRepo:
         self.git_dir = git_dir
         self._trees: dict[str, dict[str, TreeEntry]] = {}
 
-    def git(self, *args: str, input: bytes | None = None, env: dict | None = None, check: bool = True) -> bytes:
-        result = subprocess.run(
+    def run(self, *args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
             ["git", f"--git-dir={self.git_dir}", *args],
             input=input,
             capture_output=True,
             env={**os.environ, **GIT_ENV, **(env or {})},
         )
-        if check and result.returncode != 0:
+
+    def git(self, *args: str, input: bytes | None = None, env: dict | None = None) -> bytes:
+        result = self.run(*args, input=input, env=env)
+        if result.returncode != 0:
             raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.decode(errors='replace')}")
         return result.stdout
 
@@ -145,7 +148,7 @@ class GitRepo:
         else:
             candidates = [f"refs/heads/{revision}", f"refs/tags/{revision}"]
         for candidate in candidates:
-            sha = self.git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", check=False).strip()
+            sha = self.run("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}").stdout.strip()
             if sha:
                 return sha.decode()
         return None
@@ -179,16 +182,12 @@ class GitRepo:
             self.git("update-index", "-z", "--index-info", input=index_info, env=env)
             tree = self.git("write-tree", env=env).decode().strip()
         parents = ["-p", parent] if parent else []
-        return self.git("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-", input=message.encode()).decode().strip()
+        commit = self.git("commit-tree", "--no-gpg-sign", tree, *parents, "-F", "-", input=message.encode())
+        return commit.decode().strip()
 
     def move_ref(self, ref: str, new: str, old: str | None) -> bool:
         """Compare-and-swap: moves `ref` to `new` only if it still points at `old` (None: must not exist)."""
-        result = subprocess.run(
-            ["git", f"--git-dir={self.git_dir}", "update-ref", ref, new, old or ZERO_SHA],
-            capture_output=True,
-            env={**os.environ, **GIT_ENV},
-        )
-        return result.returncode == 0
+        return self.run("update-ref", ref, new, old or ZERO_SHA).returncode == 0
 
     def refs(self) -> list[tuple[str, str]]:
         out = self.git("for-each-ref", "--format=%(refname)%00%(objectname)")
@@ -311,7 +310,10 @@ class HubServer:
     # ----------------------------------------------------------------- lifecycle
 
     def start(self) -> "HubServer":
-        self._thread = threading.Thread(target=self._http.serve_forever, name="hub-server", daemon=True)
+        self._thread = threading.Thread(
+            # A short poll keeps shutdown() (the end of a test session) quick.
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, name="hub-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -497,7 +499,8 @@ class HubServer:
         siblings = []
         for path, entry in tree.items():
             if entry.kind == "file":
-                siblings.append({"rfilename": path, **({"size": entry.size, "blobId": entry.oid} if with_blobs else {})})
+                blob = {"size": entry.size, "blobId": entry.oid} if with_blobs else {}
+                siblings.append({"rfilename": path, **blob})
         namespace = repo.repo_id.split("/")[0]
         return json_response(
             {
@@ -519,7 +522,12 @@ class HubServer:
     def _route_refs(self, request: Request) -> Response:
         repo = self._repo_for(request)
         groups: dict[str, list[dict]] = {"branches": [], "tags": [], "converts": [], "pullRequests": []}
-        prefixes = {"refs/heads/": "branches", "refs/tags/": "tags", "refs/convert/": "converts", "refs/pr/": "pullRequests"}
+        prefixes = {
+            "refs/heads/": "branches",
+            "refs/tags/": "tags",
+            "refs/convert/": "converts",
+            "refs/pr/": "pullRequests",
+        }
         for ref, target in repo.git.refs():
             for prefix, group in prefixes.items():
                 if ref.startswith(prefix):
@@ -611,6 +619,10 @@ class HubServer:
                         raise HubError(404, f"Folder not found: {path}", "EntryNotFound")
                     for p in doomed:
                         del files[p]
+            folders = {path[:i] for path in files for i, char in enumerate(path) if char == "/"}
+            if clashes := sorted(folders & files.keys()):
+                # git would silently drop one side; the Hub refuses a path that is both file and folder.
+                raise HubError(400, f"Paths used both as a file and as a folder: {clashes}")
             message = header.get("summary") or "Commit"
             if header.get("description"):
                 message += "\n\n" + header["description"]
@@ -677,7 +689,8 @@ class HubServer:
         start, end = byte_range
         if start >= len(content) or start > end:
             raise HubError(416, "Range Not Satisfiable", headers={"Content-Range": f"bytes */{len(content)}"})
-        return Response(206, content[start : end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{len(content)}"})
+        headers["Content-Range"] = f"bytes {start}-{end}/{len(content)}"
+        return Response(206, content[start : end + 1], headers)
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
@@ -695,6 +708,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps the client's connections alive across requests, as with the real Hub.
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; with Nagle on, the body then waits for the
+    # client's delayed ACK (~40 ms a request).
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         body = self._read_body()
