@@ -1,0 +1,45 @@
+import pytest
+
+from hub_server import HubServer
+
+
+@pytest.fixture(scope="session")
+def hub_server(tmp_path_factory):
+    """A Hub-compatible server on 127.0.0.1 (tests/hub_server.py), shared by the session.
+
+    Point clients at it explicitly: `HfApi(endpoint=hub_server.endpoint, token=hub_server.token)`,
+    `hf_hub_download(..., endpoint=...)`, `HfFileSystem(endpoint=...)`; huggingface_hub reads
+    HF_ENDPOINT only once, at import. Lance/lancedb read HF_ENDPOINT when a dataset is opened, so
+    `hub_env` is enough for them; polars `hf://` ignores HF_ENDPOINT altogether.
+    Counters: `hub_server.reset_counts()`, then `.request_count`, `.counts["HEAD resolve"]`,
+    `.requests`. Failures: `hub_server.fail_next("commit", status=412, times=1)`.
+    Repo names are shared by the session: give each test its own.
+    """
+    with HubServer(tmp_path_factory.mktemp("hub")) as server:
+        yield server
+
+
+@pytest.fixture
+def hub_env(hub_server, tmp_path, monkeypatch):
+    """Environment for code that talks to `hub_server`: endpoint, dummy token, online mode, no
+    telemetry, and a fresh HF cache in tmp_path. huggingface_hub reads these at import, so its
+    constants are patched too; subprocesses inherit the variables."""
+    from huggingface_hub import constants
+
+    home = tmp_path / "hf-home"
+    variables = {
+        "HF_ENDPOINT": hub_server.endpoint,
+        "HF_TOKEN": hub_server.token,
+        "HF_HUB_OFFLINE": "0",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # Telemetry would also fetch an agent registry from the public Hub on first use.
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+    return home
