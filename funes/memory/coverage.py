@@ -1,0 +1,115 @@
+"""Which transcripts a memory has indexed, and at what signature.
+
+One row per source unit (a transcript file, a Hermes session…): the signature it
+had when last indexed, what that produced, and the last read error.  A unit whose
+current signature equals its indexed one is skipped without parsing.  A read
+error is recorded as an error, never as an indexed (empty) unit, so it is retried.
+SQLite gives atomic updates shared by the CLI, hook workers and Dagster runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from funes.traces.model import SourceUnit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS units (
+    key TEXT PRIMARY KEY,
+    harness TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    signature TEXT,            -- signature when last indexed successfully
+    turns INTEGER DEFAULT 0,
+    chunks INTEGER DEFAULT 0,
+    warnings INTEGER DEFAULT 0,
+    error TEXT,                -- last read error, NULL after a success
+    indexed_at REAL,
+    attempted_at REAL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitState:
+    key: str
+    harness: str
+    session_id: str
+    path: str
+    signature: str | None
+    turns: int
+    chunks: int
+    warnings: int
+    error: str | None
+    indexed_at: float | None
+
+
+class Coverage:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def states(self, keys: Iterable[str] | None = None) -> dict[str, UnitState]:
+        rows = self._db.execute(
+            "SELECT key, harness, session_id, path, signature, turns, chunks, warnings, error, indexed_at FROM units"
+        ).fetchall()
+        wanted = set(keys) if keys is not None else None
+        return {row[0]: UnitState(*row) for row in rows if wanted is None or row[0] in wanted}
+
+    def changed(self, units: Iterable[SourceUnit]) -> list[SourceUnit]:
+        """Units never indexed, grown since, or that failed last time."""
+        known = {key: (sig, err) for key, sig, err in self._db.execute("SELECT key, signature, error FROM units")}
+        changed = []
+        for unit in units:
+            signature, error = known.get(unit.key, (None, None))
+            if signature != unit.signature or error is not None:
+                changed.append(unit)
+        return changed
+
+    def register(self, units: Iterable[SourceUnit]) -> None:
+        """Remember where each unit lives (so a partition key finds its transcript)
+        without marking it indexed."""
+        self._db.executemany(
+            """INSERT INTO units (key, harness, session_id, path) VALUES (?, ?, ?, ?)
+               ON CONFLICT(key) DO UPDATE SET path=excluded.path""",
+            [(u.key, u.harness, u.session_id, str(u.path)) for u in units],
+        )
+
+    def record_success(self, unit: SourceUnit, *, turns: int, chunks: int, warnings: int) -> None:
+        now = time.time()
+        self._db.execute(
+            """INSERT INTO units (key, harness, session_id, path, signature, turns, chunks, warnings,
+                                  error, indexed_at, attempted_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+               ON CONFLICT(key) DO UPDATE SET path=excluded.path, signature=excluded.signature,
+                   turns=excluded.turns, chunks=excluded.chunks, warnings=excluded.warnings,
+                   error=NULL, indexed_at=excluded.indexed_at, attempted_at=excluded.attempted_at""",
+            (unit.key, unit.harness, unit.session_id, str(unit.path), unit.signature, turns, chunks,
+             warnings, now, now),
+        )
+
+    def record_error(self, unit: SourceUnit, error: str) -> None:
+        self._db.execute(
+            """INSERT INTO units (key, harness, session_id, path, error, attempted_at)
+               VALUES (?, ?, ?, ?, ?, ?)
+               ON CONFLICT(key) DO UPDATE SET error=excluded.error, attempted_at=excluded.attempted_at""",
+            (unit.key, unit.harness, unit.session_id, str(unit.path), error, time.time()),
+        )
+
+    def last_indexed(self) -> float | None:
+        (value,) = self._db.execute("SELECT MAX(indexed_at) FROM units").fetchone()
+        return value
+
+    def errors(self) -> list[tuple[str, str]]:
+        return self._db.execute("SELECT path, error FROM units WHERE error IS NOT NULL").fetchall()

@@ -1,0 +1,92 @@
+"""Where a memory lives: a local folder or an object-store prefix.
+
+A memory is a folder (or prefix) holding the Lance table ``chunks.lance``.  Local
+memories keep their derived state beside the table (the BM25 segments, coverage
+of the transcripts, the writer lock); memories on object storage keep it in a
+local folder keyed by their URI, since the lexical index is rebuilt from the rows
+and coverage is per machine anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from funes.config import funes_home, memory_dir
+from funes.memory.schema import TABLE_NAME
+
+OBJECT_STORE_SCHEMES = ("s3://", "gs://", "az://", "abfs://")
+
+
+@dataclass(frozen=True)
+class MemoryLocation:
+    uri: str  # a local folder or an object-store prefix holding chunks.lance
+    label: str  # how commands name it to the user (`--memory <label>`)
+    storage_options: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri
+
+    @property
+    def table_uri(self) -> str:
+        return f"{self.uri.rstrip('/')}/{TABLE_NAME}.lance"
+
+    @property
+    def state_dir(self) -> Path:
+        """Writer-side state: lexical index, coverage, lock."""
+        if self.is_local:
+            return Path(self.uri)
+        digest = hashlib.sha1(self.uri.encode()).hexdigest()[:16]
+        return funes_home() / "state" / "memories" / digest
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.state_dir / "bm25"
+
+    @property
+    def coverage_path(self) -> Path:
+        return self.state_dir / "coverage.sqlite"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.state_dir / "write.lock"
+
+
+def local_memory() -> MemoryLocation:
+    return MemoryLocation(uri=str(memory_dir()), label="local")
+
+
+def object_store_options(uri: str) -> dict[str, str]:
+    """Storage options for Lance from the environment (endpoint and credentials of
+    S3-compatible stores such as MinIO or moto, which the AWS SDK does not read)."""
+    options: dict[str, str] = {}
+    if uri.startswith("s3://"):
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            options["aws_endpoint"] = endpoint
+            if endpoint.startswith("http://"):
+                options["allow_http"] = "true"
+        for env, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
+                         ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+                         ("AWS_SESSION_TOKEN", "aws_session_token"),
+                         ("AWS_REGION", "aws_region"), ("AWS_DEFAULT_REGION", "aws_region")):
+            if os.environ.get(env) and key not in options:
+                options[key] = os.environ[env]
+    return options
+
+
+def location_for(spec: str | None) -> MemoryLocation:
+    """``local`` (or nothing), a folder path, or an object-store URI.  Hub memories
+    (``org/repo``, ``hf://datasets/…``) are resolved by :mod:`funes.hub` into a
+    local snapshot folder first."""
+    if spec is None or spec == "local":
+        return local_memory()
+    if spec.startswith(OBJECT_STORE_SCHEMES):
+        return MemoryLocation(uri=spec.rstrip("/"), label=spec, storage_options=object_store_options(spec))
+    path = Path(spec).expanduser()
+    if path.name == f"{TABLE_NAME}.lance":
+        path = path.parent
+    return MemoryLocation(uri=str(path.resolve()), label=spec)
