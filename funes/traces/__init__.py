@@ -144,6 +144,7 @@ def discover(path: Path | None = None, harness: str | None = None) -> list[Sourc
                 if root.exists():
                     units.extend(module.discover(root))
     else:
+        path = path.expanduser().absolute()
         if not path.exists():
             raise UsageError(f"no such file or folder: {path}")
         name = canonical_harness(harness) if harness else detect_harness(path)
@@ -177,3 +178,23 @@ def parse_unit(unit: SourceUnit) -> Session:
 def iter_sessions(units: Iterable[SourceUnit]) -> Iterator[Session]:
     for unit in units:
         yield parse_unit(unit)
+
+
+def units_for_keys(keys: Iterable[str], paths: dict[str, str]) -> dict[str, SourceUnit]:
+    """The current units behind partition keys, found again under their recorded
+    paths (``paths``: key → transcript or database path).  Keys whose transcript
+    is gone are absent: the memory keeps their rows."""
+    found: dict[str, SourceUnit] = {}
+    by_source: dict[tuple[str, str], list[str]] = {}
+    for key in keys:
+        harness = key.split("--", 1)[0]
+        if key in paths:
+            by_source.setdefault((harness, paths[key]), []).append(key)
+    for (harness, path), wanted in by_source.items():
+        source = Path(path)
+        if not source.exists():
+            continue
+        for unit in harness_module(harness).discover(source):
+            if unit.key in wanted:
+                found[unit.key] = unit
+    return found
