@@ -1,7 +1,56 @@
-"""Entry point of the `funes` console script."""
+"""Entry point of the `funes` console script: assembles one module per command.
+
+Errors a user can cause print one line, ``funes: <what and where>``, and exit with
+the code documented in docs/contract.md; only bugs keep a traceback.
+"""
 
 from __future__ import annotations
 
+import sys
 
-def run() -> None:
-    raise SystemExit("funes: not implemented yet")
+import click
+import typer
+
+from funes.errors import FunesError
+
+app = typer.Typer(
+    name="funes",
+    help="Verbatim recall over your coding agents' transcripts.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _register() -> None:
+    # Each module adds its command(s) to `app`; imports stay light (heavy libraries
+    # are imported inside the commands) so `funes recall` starts fast.
+    from funes.cli import (  # noqa: F401
+        index_cmd,
+        parse_cmd,
+        status_cmd,
+    )
+
+
+def run(argv: list[str] | None = None) -> None:
+    _register()
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv if argv is not None else sys.argv[1:], prog_name="funes", standalone_mode=False)
+    except click.exceptions.Exit as exc:  # --help, or a command's explicit typer.Exit
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Abort:
+        print("funes: aborted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except click.ClickException as exc:  # wrong flag, missing argument, bad value
+        print(f"funes: {exc.format_message()}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except FunesError as exc:
+        print(f"funes: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        print("funes: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        raise SystemExit(0) from None

@@ -1,0 +1,80 @@
+"""What every command shares: terminals, progress bars, confirmations, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from funes.errors import UsageError
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def interactive() -> bool:
+    """A person at a terminal (both ends), who can be asked and shown progress."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def note(message: str) -> None:
+    """A human-facing line on stderr (stdout stays clean for data)."""
+    print(message, file=sys.stderr)
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None) + "\n")
+
+
+def confirm(question: str, *, default: bool, assume_yes: bool) -> bool:
+    if assume_yes:
+        return True
+    if not interactive():
+        return False
+    import typer
+
+    return typer.confirm(question, default=default, err=True)
+
+
+class ProgressBars:
+    """Rich progress bars on a terminal (one per stage), nothing when piped."""
+
+    def __init__(self) -> None:
+        self._progress = None
+        self._tasks: dict[str, Any] = {}
+
+    def __call__(self, stage: str, advance: int, total: int | None) -> None:
+        if self._progress is None:
+            return
+        task = self._tasks.get(stage)
+        if task is None:
+            task = self._progress.add_task(stage, total=total)
+            self._tasks[stage] = task
+        elif total is not None:
+            self._progress.update(task, total=total)
+        self._progress.advance(task, advance)
+
+    @contextmanager
+    def shown(self) -> Iterator[ProgressBars]:
+        if not stderr_is_terminal():
+            yield self
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=Console(stderr=True), transient=False) as progress:
+            self._progress = progress
+            try:
+                yield self
+            finally:
+                self._progress = None
+
+
+def require_positive(name: str, value: int | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"{name} must be a positive integer, got {value}")
