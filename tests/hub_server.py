@@ -281,7 +281,10 @@ class Request:
         return self.query.get(name, [""])[-1].lower() in ("1", "true")
 
     def json(self) -> dict:
-        return json.loads(self.body or b"{}")
+        try:
+            return json.loads(self.body or b"{}")
+        except ValueError as error:
+            raise HubError(400, f"Invalid JSON body: {error}") from error
 
 
 class HubServer:
@@ -357,6 +360,8 @@ class HubServer:
     def fail_next(self, route: str, status: int = 500, times: int = 1, message: str = "Injected failure") -> None:
         """Answer the next `times` requests to `route` (a name from ROUTES, e.g. "commit") with
         `status`, without doing anything else."""
+        if route not in {name for name, _, _ in ROUTES}:
+            raise ValueError(f"Unknown route {route!r}; routes: {[name for name, _, _ in ROUTES]}")
         with self._stats_lock:
             self._failures.append(InjectedFailure(route, status, times, message))
 
@@ -647,7 +652,10 @@ class HubServer:
         for line in body.splitlines():
             if not line.strip():
                 continue
-            item = json.loads(line)
+            try:
+                item = json.loads(line)
+            except ValueError as error:
+                raise HubError(400, f"Invalid NDJSON line: {error}") from error
             key, value = item.get("key"), item.get("value", {})
             if key == "header":
                 header = value

@@ -202,8 +202,11 @@ def test_concurrent_commits_serialise(api, repo_id):
         return results
 
     head = api.dataset_info(repo_id).sha
-    outcomes = sorted(race(["cas0", "cas1"], head).values(), key=str)
-    assert outcomes[0] == 412 and len(outcomes[1]) == 40, outcomes  # exactly one compare-and-swap winner
+    outcomes = list(race(["cas0", "cas1"], head).values())
+    assert sorted(outcomes, key=lambda outcome: outcome == 412) == [  # exactly one compare-and-swap winner
+        api.dataset_info(repo_id).sha,
+        412,
+    ], outcomes
 
     # Without parent_commit, both apply on whatever the head is by then.
     assert all(len(oid) == 40 for oid in race(["free0", "free1"], None).values())
@@ -326,6 +329,24 @@ def test_resolve_headers_and_ranges(api, hub_server, repo_id):
     assert fetch(Range="bytes=20-")[0] == 416
     status, headers, _ = fetch(Authorization="")
     assert status == 401 and headers["X-Error-Code"] == "RepoNotFound"
+
+
+def test_commit_refuses_lfs_files_and_pull_requests(hub_server, repo_id):
+    def post_commit(lines, query=""):
+        url = f"{hub_server.endpoint}/api/datasets/{repo_id}/commit/main{query}"
+        body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        headers = {"Authorization": f"Bearer {hub_server.token}", "Content-Type": "application/x-ndjson"}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST")) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    header = {"key": "header", "value": {"summary": "s"}}
+    lfs = {"key": "lfsFile", "value": {"path": "big.bin", "algo": "sha256", "oid": "0" * 64, "size": 1}}
+    assert post_commit([header, lfs]) == 400
+    assert post_commit([header], "?create_pr=1") == 400
+    assert post_commit([header]) == 200
 
 
 def test_unknown_routes_are_counted_and_answer_404(api, hub_server):
