@@ -179,13 +179,16 @@ def _tool_result(output: str) -> str:
 def generate_secrets(seed: int = 0) -> list[FakeSecret]:
     """One fake secret per kind in :data:`KINDS`, in that order; bodies depend on ``seed``."""
     rng = random.Random(seed)
-    key_id, secret_key = aws_access_key_id(rng), aws_secret_access_key(rng)
+    key_id, secret_key, bare_key_id = aws_access_key_id(rng), aws_secret_access_key(rng), aws_access_key_id(rng)
     json_key_id, json_secret_key = aws_access_key_id(rng), aws_secret_access_key(rng)
-    db_password, yaml_password = password(rng), password(rng)
-    json_db_password, json_yaml_password = password(rng), password(rng)
-    url_password, json_url_password = password(rng).replace("@", "_"), password(rng).replace("@", "_")
     classic, fine_grained, oauth = github_classic_pat(rng), github_fine_grained_pat(rng), github_oauth_token(rng)
     hf_env, hf_bare, hf_json = hf_token(rng), hf_token(rng), hf_token(rng)
+    openai_legacy, openai_project, anthropic = openai_legacy_key(rng), openai_project_key(rng), anthropic_key(rng)
+    jwt, slack, stripe, gcp = jwt_hs256(rng), slack_bot_token(rng), stripe_live_key(rng), gcp_api_key(rng)
+    db_password, yaml_password = password(rng), password(rng)
+    json_db_password, json_yaml_password = password(rng), password(rng)
+    # An `@` in a URL's password would have to be percent-encoded.
+    url_password, json_url_password = password(rng).replace("@", "_"), password(rng).replace("@", "_")
     rsa_pem, openssh = rsa_private_key_pem(), openssh_private_key()
     secrets = [
         FakeSecret(
@@ -195,22 +198,18 @@ def generate_secrets(seed: int = 0) -> list[FakeSecret]:
             f"aws_secret_access_key = {secret_key}\nregion = eu-west-1\n",
             companions=(secret_key,),
         ),
-        FakeSecret(
-            "aws_access_key_id",
-            (bare_key_id := aws_access_key_id(rng)),
-            f"CloudTrail shows the call came from access key {bare_key_id} (user deploy-bot).",
-        ),
+        FakeSecret("aws_access_key_id", bare_key_id, f"CloudTrail shows the call came from access key {bare_key_id} (user deploy-bot)."),
         FakeSecret("github_classic_pat", classic, f"git remote set-url origin https://x-access-token:{classic}@github.com/acme/app.git"),
         FakeSecret("github_fine_grained_pat", fine_grained, f"export GH_TOKEN={fine_grained}\ngh pr list"),
         FakeSecret("github_oauth_token", oauth, f"oauth_token: {oauth}\nuser: octocat\n"),
         FakeSecret("hf_token_env", hf_env, f"HF_TOKEN={hf_env}\nHF_HOME=/data/hf\n"),
         FakeSecret("hf_token_bare", hf_bare, f"Use the token {hf_bare} to log in, then push the model."),
-        FakeSecret("openai_legacy_key", (k := openai_legacy_key(rng)), f'client = OpenAI(api_key="{k}")'),
-        FakeSecret("openai_project_key", (k := openai_project_key(rng)), f"OPENAI_API_KEY={k}\n"),
-        FakeSecret("anthropic_key", (k := anthropic_key(rng)), f"curl https://api.anthropic.com/v1/messages -H 'x-api-key: {k}'"),
+        FakeSecret("openai_legacy_key", openai_legacy, f'client = OpenAI(api_key="{openai_legacy}")'),
+        FakeSecret("openai_project_key", openai_project, f"OPENAI_API_KEY={openai_project}\n"),
+        FakeSecret("anthropic_key", anthropic, f"curl https://api.anthropic.com/v1/messages -H 'x-api-key: {anthropic}'"),
         FakeSecret("rsa_private_key", rsa_pem, f"$ cat deploy/id_rsa\n{rsa_pem}\n$ "),
         FakeSecret("openssh_private_key", openssh, f"$ cat ~/.ssh/id_ed25519\n{openssh}\n"),
-        FakeSecret("jwt_hs256", (k := jwt_hs256(rng)), f"Authorization: Bearer {k}\n"),
+        FakeSecret("jwt_hs256", jwt, f"Authorization: Bearer {jwt}\n"),
         FakeSecret("env_password", db_password, f"$ env | sort\nDB_HOST=db.internal\nDB_PASSWORD={db_password}\nDB_USER=app\n"),
         FakeSecret("yaml_password", yaml_password, f'database:\n  user: app\n  password: "{yaml_password}"\n  host: db.internal\n'),
         FakeSecret(
@@ -218,9 +217,9 @@ def generate_secrets(seed: int = 0) -> list[FakeSecret]:
             url_password,
             f"DATABASE_URL=postgresql://app:{url_password}@db.internal:5432/orders?sslmode=require",
         ),
-        FakeSecret("slack_bot_token", (k := slack_bot_token(rng)), f'slack = WebClient(token="{k}")'),
-        FakeSecret("stripe_live_key", (k := stripe_live_key(rng)), f"stripe.api_key = '{k}'"),
-        FakeSecret("gcp_api_key", (k := gcp_api_key(rng)), f"https://maps.googleapis.com/maps/api/geocode/json?address=x&key={k}"),
+        FakeSecret("slack_bot_token", slack, f'slack = WebClient(token="{slack}")'),
+        FakeSecret("stripe_live_key", stripe, f"stripe.api_key = '{stripe}'"),
+        FakeSecret("gcp_api_key", gcp, f"https://maps.googleapis.com/maps/api/geocode/json?address=x&key={gcp}"),
         FakeSecret(
             "env_password_json",
             json_db_password,

@@ -111,11 +111,14 @@ def test_every_kind_is_redacted_one_json_level_deeper(kind, secrets):
     assert_redacted(redact(json.dumps({"stdout": secret.context_text})), secret)
 
 
+# A password alone is just a word: the variable name, key or URL around it is the evidence.
+NEEDS_CONTEXT = {"env_password", "yaml_password", "postgres_url", "env_password_json", "yaml_password_json",
+                 "postgres_url_json"}
+
+
 def test_bare_values_are_redacted(secrets):
     for secret in secrets.values():
-        if secret.kind in ("env_password", "yaml_password", "env_password_json", "yaml_password_json"):
-            continue  # a password alone is just a word; its key is the evidence
-        if secret.kind.startswith("postgres_url"):
+        if secret.kind in NEEDS_CONTEXT:
             continue
         result = redact(secret.value)
         assert result.text is not None and secret.value not in result.text, secret.kind
@@ -228,7 +231,7 @@ def test_rule_labels():
 def test_redact_many_agrees_with_redact(secrets, clean_corpus):
     """The joint pre-check never misses what a scan of each text alone would find."""
     rng = random.Random(3)
-    texts = [text for _, text in clean_corpus[:3000]]
+    texts = [text for _, text in clean_corpus[:2000] + clean_corpus[-100:]]
     for secret in secrets.values():
         # Anywhere in the batch, alone (secret at the very start and end) and in context.
         texts.insert(rng.randrange(len(texts)), secret.value)
@@ -309,7 +312,7 @@ def test_redacted_text_passes_the_egress_gate(secrets):
     assert scan_for_egress(redacted.items()).clean
 
 
-def test_this_change_holds_no_token_shaped_literals():
+def test_redaction_sources_hold_no_token_shaped_literals():
     """What GitHub push protection (and funes' own gate) would refuse."""
     paths = ["funes/redaction.py", "funes/secret_rules.yaml", "tests/fake_secrets.py", "tests/test_redaction.py"]
     report = scan_for_egress((path, (REPO / path).read_text()) for path in paths)
