@@ -27,8 +27,11 @@ def _register() -> None:
     # Each module adds its command(s) to `app`; imports stay light (heavy libraries
     # are imported inside the commands) so `funes recall` starts fast.
     from funes.cli import (  # noqa: F401
+        get_cmd,
         index_cmd,
+        mcp_cmd,
         parse_cmd,
+        recall_cmd,
         status_cmd,
     )
 

@@ -1,0 +1,84 @@
+"""`funes recall`: the verbatim passages that answer a question."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from funes.cli.common import note, print_json
+from funes.cli.main import app
+from funes.errors import FunesError, UsageError
+
+
+@app.command("recall")
+def recall_command(
+    query: str = typer.Argument(None, help="What to recall, in free text."),
+    k: int = typer.Option(8, "-k", "--k", help="Hits returned."),
+    candidates: int = typer.Option(30, "--candidates", help="Fused pool reranked before the top-k cut."),
+    neighbors: int = typer.Option(1, "--neighbors", help="Turns either side (by seq) previewed per hit; 0 for none."),
+    half_life: float = typer.Option(None, "--half-life", help="Recency decay in days (default: recency only breaks ties)."),
+    harness: str = typer.Option(None, "--harness", help="claude, codex, pi or hermes."),
+    block_type: str = typer.Option(None, "--type", help="text, thinking, tool_use or tool_result."),
+    workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
+    repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),
+    branch: str = typer.Option(None, "--branch", help="Git branch the session ran on."),
+    session: str = typer.Option(None, "--session", help="One session id."),
+    since: str = typer.Option(None, "--since", help="ISO date or span (7d, 2w, 12h)."),
+    until: str = typer.Option(None, "--until", help="ISO date or span."),
+    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
+    batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
+    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
+) -> None:
+    """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.filters import Filters
+    from funes.retrieval.format import format_recall, hits_json
+    from funes.retrieval.search import Recaller
+
+    if batch is None and query is None:
+        raise UsageError("missing QUERY (or --batch FILE)")
+    filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
+                            session=session, since=since, until=until)
+    if k <= 0:
+        raise UsageError(f"-k must be a positive integer, got {k}")
+    recaller = Recaller.open(open_memory(memory), rerank=not no_rerank)
+    options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
+    if batch is not None:
+        _run_batch(recaller, batch, k, options)
+        return
+    result = recaller.recall(query, k=k, **options)
+    if as_json:
+        print_json(hits_json(result))
+    else:
+        sys.stdout.write(format_recall(result) + "\n")
+
+
+def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:
+    from funes.retrieval.format import hits_json
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from exc
+    bad = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict) or not isinstance(request.get("query"), str):
+                raise ValueError("expected an object with a string \"query\"")
+            qid = request.get("qid", number)
+            k = int(request.get("k") or default_k)
+            result = recaller.recall(request["query"], k=k, **options)
+        except (ValueError, TypeError, FunesError) as exc:
+            note(f"funes: {path}:{number}: {exc}")
+            bad += 1
+            continue
+        sys.stdout.write(json.dumps({"qid": qid, "hits": hits_json(result)}, ensure_ascii=False) + "\n")
+    if bad:
+        raise typer.Exit(2)

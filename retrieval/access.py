@@ -1,0 +1,31 @@
+"""Opening a memory for reading, wherever it lives.
+
+``local`` (or nothing), a folder, or ``s3://…`` open directly; a Hub memory
+(``org/repo``, ``hf://datasets/…``) is first materialised into the local HF
+cache, pinned to the repo's current commit, by :mod:`funes.hub`."""
+
+from __future__ import annotations
+
+from funes.memory.location import MemoryLocation, location_for
+from funes.memory.store import Memory
+
+
+def resolve(spec: str | None) -> MemoryLocation:
+    if spec and (spec.startswith("hf://") or _looks_like_repo_id(spec)):
+        from funes.hub.reader import hub_location
+
+        return hub_location(spec)
+    return location_for(spec)
+
+
+def _looks_like_repo_id(spec: str) -> bool:
+    """``org/repo`` (not a relative path that exists, not a URI)."""
+    from pathlib import Path
+
+    if "://" in spec or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        return False
+    return not Path(spec).exists()
+
+
+def open_memory(spec: str | None) -> Memory:
+    return Memory.open(resolve(spec))

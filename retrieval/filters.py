@@ -1,0 +1,119 @@
+"""Recall filters: parsed and checked once, then turned into a Lance predicate.
+
+Filters the Rust funes lacks (project/workdir, repo, branch, session, dates)
+are first-class here.  Every value is validated up front so a typo is a one-line
+usage error, not an empty result."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta, timezone
+
+from funes.errors import UsageError
+from funes.traces.common import workdir_facet
+from funes.traces.model import BLOCK_TYPES, canonical_harness
+
+_RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
+_UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def parse_when(value: str, *, flag: str, now: datetime | None = None, end_of_day: bool = False) -> str:
+    """An ISO date/time or a relative span (``7d``, ``2w``, ``12h``, ``3m``, ``1y``)
+    as the RFC 3339 UTC string stored in ``ts`` (so it compares as text)."""
+    now = now or datetime.now(timezone.utc)
+    text = value.strip().lower()
+    match = _RELATIVE.match(text)
+    if match:
+        moment = now - timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+    else:
+        try:
+            raw = value.strip()
+            moment = datetime.fromisoformat(raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw)
+        except ValueError:
+            raise UsageError(
+                f"{flag} {value!r}: expected an ISO date (2026-05-01), a date and time, or a span like 7d, 2w, 12h"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        if end_of_day and len(raw) == 10:  # a bare date in --until includes that whole day
+            moment += timedelta(days=1) - timedelta(milliseconds=1)
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True)
+class Filters:
+    harness: str | None = None
+    block_type: str | None = None
+    workdir: str | None = None  # facet prefix
+    repo: str | None = None
+    branch: str | None = None
+    session: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        harness: str | None = None,
+        block_type: str | None = None,
+        workdir: str | None = None,
+        repo: str | None = None,
+        branch: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        now: datetime | None = None,
+    ) -> Filters:
+        canonical = None
+        if harness:
+            canonical = canonical_harness(harness)
+            if canonical is None:
+                raise UsageError(f"--harness {harness!r}: expected one of claude, codex, pi, hermes, parquet")
+        if block_type and block_type not in BLOCK_TYPES:
+            raise UsageError(f"--type {block_type!r}: expected one of {', '.join(BLOCK_TYPES)}")
+        facet = None
+        if workdir:
+            # A path or a facet: both become the facet (every non-alphanumeric → "-").
+            facet = workdir_facet(workdir.rstrip("/\\") or workdir)
+            if not facet:
+                raise UsageError(f"--workdir {workdir!r}: expected a directory path or a workdir facet")
+        if repo and not re.fullmatch(r"[^/\s]+/[^/\s]+", repo):
+            raise UsageError(f"--repo {repo!r}: expected owner/name")
+        start = parse_when(since, flag="--since", now=now) if since else None
+        end = parse_when(until, flag="--until", now=now, end_of_day=True) if until else None
+        if start and end and start > end:
+            raise UsageError(f"--since {since} is after --until {until}")
+        return cls(canonical, block_type or None, facet, repo or None, branch or None, session or None, start, end)
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+    def where(self) -> str | None:
+        """The Lance SQL predicate, or None when nothing is filtered."""
+        clauses = []
+        if self.harness:
+            clauses.append(f"harness = {_quote(self.harness)}")
+        if self.block_type:
+            clauses.append(f"block_type = {_quote(self.block_type)}")
+        if self.workdir:
+            # Facets hold only [A-Za-z0-9-], so LIKE needs no escaping.
+            clauses.append(f"workdir LIKE {_quote(self.workdir + '%')}")
+        if self.repo:
+            clauses.append(f"lower(repo) = {_quote(self.repo.lower())}")
+        if self.branch:
+            clauses.append(f"branch = {_quote(self.branch)}")
+        if self.session:
+            clauses.append(f"session_id = {_quote(self.session)}")
+        if self.since:
+            clauses.append(f"ts >= {_quote(self.since)}")
+        if self.until:
+            clauses.append(f"ts <= {_quote(self.until)}")
+        return " AND ".join(clauses) if clauses else None

@@ -1,0 +1,234 @@
+"""Recall: a free-text question → the verbatim passages that answer it.
+
+embed the query with the memory's pinned model → BM25 (bm25s) and vector search
+→ fusion → cross-encoder rerank of the top candidates (when one can be loaded)
+→ recency (a tie-breaker unless a half-life is asked for) → neighbours (±N turns
+by seq) → hits with their full provenance and the score of every stage.
+
+A :class:`Recaller` loads its models once, so a batch, an MCP server or an
+agent's ``ask`` pay for them once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from funes.errors import UsageError
+from funes.memory.store import Memory
+from funes.retrieval.filters import Filters
+from funes.retrieval.fusion import DEFAULT, Fusion
+
+# How many each retriever contributes to fusion.
+POOL = 100
+NEIGHBOR_PREVIEW = 160
+
+
+@dataclass
+class Neighbor:
+    seq: int
+    role: str
+    block_type: str
+    turn_uuid: str
+    text: str
+
+
+@dataclass
+class Hit:
+    id: str
+    text: str
+    harness: str
+    session_id: str
+    turn_uuid: str
+    parent_uuid: str | None
+    seq: int
+    ts: str
+    role: str
+    block_type: str
+    tool_name: str | None
+    block_idx: int
+    split_idx: int
+    workdir: str
+    cwd: str | None
+    repo: str | None
+    branch: str | None
+    source_path: str | None
+    score: float
+    scores: dict[str, float | int | None] = field(default_factory=dict)
+    neighbors: list[Neighbor] = field(default_factory=list)
+
+    def to_json(self, memory_label: str) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors",)}
+        out["memory"] = memory_label
+        out["neighbors"] = [n.__dict__ for n in self.neighbors]
+        return out
+
+
+@dataclass
+class RecallResult:
+    query: str
+    hits: list[Hit]
+    memory_label: str
+    reranker: str | None  # model id when the rerank stage ran
+    reranker_note: str | None  # why it did not, when it did not
+    dense_coverage: float
+    elapsed_ms: float
+
+
+def _age_days(ts: str, now: datetime) -> float | None:
+    if not ts:
+        return None
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, (now - moment).total_seconds() / 86400.0)
+
+
+class Recaller:
+    def __init__(self, memory: Memory, *, embedder: Any = None, reranker: Any = None,
+                 reranker_note: str | None = None, fusion: Fusion = DEFAULT):
+        self.memory = memory
+        self.embedder = embedder
+        self.reranker = reranker
+        self.reranker_note = reranker_note
+        self.fusion = fusion
+        self._embedded = memory.count("vector IS NOT NULL")
+        self._total = memory.count()
+
+    @classmethod
+    def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion = DEFAULT) -> Recaller:
+        """Load the query embedder (checked against the memory's model) and, when
+        available, the reranker."""
+        from funes.embedding import IDENTITY, load_embedder
+
+        memory.require_rows()
+        memory.check_identity(IDENTITY.to_metadata())
+        embedder = load_embedder(for_queries=True)
+        reranker, note = (None, "disabled for this call")
+        if rerank:
+            from funes.retrieval.rerank import shared_reranker
+
+            reranker, note = shared_reranker()
+        return cls(memory, embedder=embedder, reranker=reranker, reranker_note=note, fusion=fusion)
+
+    # ------------------------------------------------------------------ the pipeline
+    def recall(self, query: str, *, k: int = 8, candidates: int = 30, neighbors: int = 1,
+               filters: Filters | None = None, half_life: float | None = None) -> RecallResult:
+        started = time.perf_counter()
+        query = query.strip()
+        if not query:
+            raise UsageError("the query is empty: say what to recall")
+        if k <= 0:
+            raise UsageError(f"k must be a positive integer, got {k}")
+        if candidates <= 0:
+            raise UsageError(f"--candidates must be a positive integer, got {candidates}")
+        if neighbors < 0:
+            raise UsageError(f"--neighbors must be 0 or more, got {neighbors}")
+        if half_life is not None and half_life <= 0:
+            raise UsageError(f"--half-life must be a positive number of days, got {half_life}")
+        filters = filters or Filters()
+        where = filters.where()
+        pool = max(POOL, candidates, k)
+
+        allowed = None
+        if where:
+            allowed = self.memory.scan(["id"], where).column("id").to_numpy(zero_copy_only=False).astype("<U16")
+        lexical = self.memory.lexical().search(query, pool, allowed) if allowed is None or len(allowed) else []
+        dense: list[tuple[str, float]] = []
+        if self._embedded and self.embedder is not None and (allowed is None or len(allowed)):
+            vector = self.embedder.embed([query])[0]
+            dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
+        fused = self.fusion.fuse(lexical, dense)[: max(candidates, k)]
+        rows = self.memory.rows([chunk for chunk, _ in fused])
+        lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
+        dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}
+
+        hits: list[Hit] = []
+        for chunk, fused_score in fused:
+            row = rows.get(chunk)
+            if row is None:  # deleted since the lexical index was written
+                continue
+            lex = lexical_rank.get(chunk)
+            den = dense_rank.get(chunk)
+            hit = Hit(
+                id=chunk, text=row["text"], harness=row["harness"] or "", session_id=row["session_id"],
+                turn_uuid=row["turn_uuid"], parent_uuid=row["parent_uuid"], seq=int(row["seq"] or 0),
+                ts=row["ts"] or "", role=row["role"] or "", block_type=row["block_type"] or "",
+                tool_name=row["tool_name"], block_idx=int(row["block_idx"] or 0),
+                split_idx=int(row["split_idx"] or 0), workdir=row["workdir"] or "", cwd=row["cwd"],
+                repo=row["repo"], branch=row["branch"], source_path=row["source_path"], score=fused_score,
+                scores={
+                    "bm25": None if lex is None else round(lex[1], 4),
+                    "bm25_rank": None if lex is None else lex[0] + 1,
+                    "dense": None if den is None else round(den[1], 4),
+                    "dense_rank": None if den is None else den[0] + 1,
+                    "fused": round(fused_score, 6),
+                    "rerank": None,
+                    "recency": 1.0,
+                },
+            )
+            hits.append(hit)
+        hits = hits[:candidates] if candidates >= k else hits[:k]
+
+        reranked = False
+        if self.reranker is not None and hits:
+            scores = self.reranker.score(query, [h.text for h in hits])
+            for hit, score in zip(hits, scores, strict=True):
+                hit.scores["rerank"] = round(float(score), 4)
+                hit.score = 1.0 / (1.0 + math.exp(-float(score)))  # a logit → (0, 1)
+            reranked = True
+
+        now = datetime.now(timezone.utc)
+        if half_life:
+            for hit in hits:
+                age = _age_days(hit.ts, now)
+                decay = 1.0 if age is None else 0.5 ** (age / half_life)
+                hit.scores["recency"] = round(decay, 4)
+                hit.score *= decay
+        # Recency breaks ties (newest first) unless a half-life made it a factor.
+        hits.sort(key=lambda h: (-round(h.score, 9), _neg_ts(h.ts), h.id))
+        hits = hits[:k]
+        for hit in hits:
+            hit.scores["final"] = round(hit.score, 6)
+        if neighbors:
+            self._attach_neighbors(hits, neighbors)
+        return RecallResult(
+            query=query, hits=hits, memory_label=self.memory.location.label,
+            reranker=getattr(self.reranker, "model_id", None) if reranked else None,
+            reranker_note=None if reranked else self.reranker_note,
+            dense_coverage=self._embedded / self._total if self._total else 0.0,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _attach_neighbors(self, hits: list[Hit], span: int) -> None:
+        by_session: dict[str, list[Hit]] = {}
+        for hit in hits:
+            by_session.setdefault(hit.session_id, []).append(hit)
+        for session_id, session_hits in by_session.items():
+            low = min(h.seq for h in session_hits) - span
+            high = max(h.seq for h in session_hits) + span
+            rows = self.memory.session_rows(session_id, low, high,
+                                            columns=("id", "seq", "role", "block_type", "turn_uuid", "text",
+                                                     "split_idx", "block_idx"))
+            for hit in session_hits:
+                hit.neighbors = [
+                    Neighbor(seq=int(r["seq"]), role=r["role"] or "", block_type=r["block_type"] or "",
+                             turn_uuid=r["turn_uuid"], text=r["text"][:NEIGHBOR_PREVIEW])
+                    for r in rows
+                    if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span and r["split_idx"] == 0
+                ]
+
+
+def _neg_ts(ts: str) -> str:
+    """Sort key putting newer timestamps first in an ascending sort."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in ts) if ts else "\U0010ffff"
+
+
+def vector_of(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)

@@ -1,0 +1,54 @@
+"""What a memory holds, for `funes status` and the MCP `status` tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from funes.retrieval.access import open_memory
+
+TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
+
+
+def memory_status(spec: str | None) -> dict[str, Any]:
+    memory = open_memory(spec)
+    stats = memory.stats()
+    identity = memory.identity
+    indexed_at = memory.scan(["indexed_at"]).column("indexed_at").to_pylist()
+    lexical = memory.lexical()
+    from funes.retrieval.rerank import reranker_status
+
+    return {
+        "memory": memory.location.label,
+        "uri": memory.location.uri,
+        "chunks": stats.chunks,
+        "sessions": stats.sessions,
+        "embedded": stats.embedded,
+        "dense_coverage": round(stats.embedded / stats.chunks, 4) if stats.chunks else 0.0,
+        "pending_by_tier": {TIER_NAMES.get(t, str(t)): n for t, n in stats.pending_by_tier.items()},
+        "harnesses": stats.per_harness,
+        "last_indexed": max((t for t in indexed_at if t), default=None),
+        "embedding_model": {"model_id": identity["model_id"], "revision": identity["revision"],
+                            "dim": int(identity["dim"] or 0)},
+        "reranker": reranker_status(),
+        "table_version": stats.version,
+        "lexical_segments": len(lexical.segments),
+    }
+
+
+def render_status(status: dict[str, Any]) -> str:
+    lines = [
+        f"memory      {status['memory']} ({status['uri']})",
+        f"chunks      {status['chunks']} in {status['sessions']} sessions",
+    ]
+    for harness, counts in status["harnesses"].items():
+        lines.append(f"  {harness or '?':<12}{counts['chunks']} chunks, {counts['sessions']} sessions")
+    pending = status["pending_by_tier"]
+    backlog = ", ".join(f"{tier} {n}" for tier, n in pending.items()) or "none"
+    lines += [
+        f"vectors     {status['embedded']}/{status['chunks']} ({status['dense_coverage']:.0%}); backlog: {backlog}",
+        f"last index  {status['last_indexed'] or 'never'}",
+        f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}",
+    ]
+    reranker = status["reranker"]
+    lines.append(f"reranker    {reranker['model'] if reranker['available'] else 'off: ' + reranker['reason']}")
+    return "\n".join(lines)
