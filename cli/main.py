@@ -24,16 +24,17 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    # Each module adds its command(s) to `app`; imports stay light (heavy libraries
-    # are imported inside the commands) so `funes recall` starts fast.
-    from funes.cli import (  # noqa: F401
-        get_cmd,
-        index_cmd,
-        mcp_cmd,
-        parse_cmd,
-        recall_cmd,
-        status_cmd,
-    )
+    """Import every ``*_cmd`` module of this package: each adds its command(s) to
+    ``app``.  Command modules import heavy libraries inside their functions, so
+    registering them all stays cheap and `funes recall` starts fast."""
+    import importlib
+    import pkgutil
+
+    import funes.cli
+
+    for module in pkgutil.iter_modules(funes.cli.__path__):
+        if module.name.endswith("_cmd"):
+            importlib.import_module(f"funes.cli.{module.name}")
 
 
 def run(argv: list[str] | None = None) -> None:
