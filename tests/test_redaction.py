@@ -18,6 +18,7 @@ import zlib
 from collections import Counter
 from pathlib import Path
 
+import fake_secrets
 import pytest
 from cryptography.hazmat.primitives import serialization
 from fake_secrets import BASE62, KINDS, FakeSecret, generate_secrets, json_escaped
@@ -109,6 +110,23 @@ def test_every_kind_is_redacted_one_json_level_deeper(kind, secrets):
     """The block is itself a JSON string: an agent printed a transcript line."""
     secret = secrets[kind]
     assert_redacted(redact(json.dumps({"stdout": secret.context_text})), secret)
+
+
+def test_every_kind_is_redacted_across_seeds():
+    """Random bodies hit rule edges (a key ending in `-`, a password starting with `~`)."""
+    generated = [secret for seed in range(40) for secret in generate_secrets(seed)]
+    for secret, result in zip(generated, redact_many([secret.context_text for secret in generated]), strict=True):
+        assert_redacted(result, secret)
+
+
+def test_rule_edges():
+    rng = random.Random(0)
+    key = fake_secrets.openai_project_key(rng)[:-1] + "-"
+    assert redact(f"OPENAI_API_KEY={key}\n").text == "OPENAI_API_KEY=[REDACTED:openai-api-key]\n"
+    password = "~" + fake_secrets.password(rng)
+    assert redact(f"DB_PASSWORD={password}\n").text == "DB_PASSWORD=[REDACTED:env-password]\n"
+    for reference in ("$DB_PASS_FROM_VAULT", "${DB_PASSWORD:-changeme}", "~/.config/db/password", "/run/secrets/db"):
+        assert redact(f"DB_PASSWORD={reference}\n").findings == Counter(), reference
 
 
 # A password alone is just a word: the variable name, key or URL around it is the evidence.
