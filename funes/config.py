@@ -33,9 +33,15 @@ def dagster_home(home: Path | None = None) -> Path:
     return (home or funes_home()) / "dagster"
 
 
-def models_dir(home: Path | None = None) -> Path:
-    """Derived model files (the ONNX export of the shipped weights)."""
-    return (home or funes_home()) / "models"
+def cache_dir() -> Path:
+    """Derived files that any memory can share and that can be rebuilt at will (the
+    ONNX export of the shipped weights, compiled secret rules): ``$FUNES_CACHE_DIR``,
+    default ``$FUNES_HOME/cache``."""
+    return _env_path("FUNES_CACHE_DIR") or funes_home() / "cache"
+
+
+def models_dir() -> Path:
+    return cache_dir() / "models"
 
 
 def claude_home() -> Path:

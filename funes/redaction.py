@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from funes.config import funes_home
+from funes.config import cache_dir
 from funes.errors import FunesError
 
 if TYPE_CHECKING:
@@ -75,9 +75,9 @@ class SecretScannerUnavailable(FunesError):
 
 def rule_cache_dir() -> Path:
     """Where compiled rules are cached: ``$KF_RULE_CACHE_DIR`` (kingfisher's own
-    setting, so CI can warm one cache for every run) or ``<FUNES_HOME>/cache/kingfisher``."""
+    setting, so CI can warm one cache for every run) or ``<cache_dir()>/kingfisher``."""
     explicit = os.environ.get("KF_RULE_CACHE_DIR")
-    return Path(explicit).expanduser() if explicit else funes_home() / "cache" / "kingfisher"
+    return Path(explicit).expanduser() if explicit else cache_dir() / "kingfisher"
 
 
 def _writable_cache_dir() -> Path | None:
@@ -95,9 +95,9 @@ def _build_scanner() -> Scanner:
         from kingfisher_sdk import Rules, Scanner
     except ImportError as exc:
         raise SecretScannerUnavailable(f"the secret scanner is not installed: {exc}") from exc
-    cache_dir = _writable_cache_dir()
+    rules_cache = _writable_cache_dir()
     try:
-        rules = Rules([RULES_FILE], cache=cache_dir is not None, cache_dir=cache_dir)
+        rules = Rules([RULES_FILE], cache=rules_cache is not None, cache_dir=rules_cache)
         # No policy: the CLI's context filters (inline `ignore` comments, markup
         # context) would let text inside a transcript switch detection off.
         return Scanner(rules, base64=True, dedup=False, redact=False)

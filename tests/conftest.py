@@ -1,6 +1,45 @@
+"""Shared test set-up.
+
+Every test runs in an isolated world: HOME, FUNES_HOME and the agent homes point
+into tmp_path, the Hub is offline unless a test starts the loopback Hub, and
+Dagster bookkeeping runs are off unless a test turns them on.  Derived model
+files and compiled secret rules (expensive, shareable) live in one cache for the
+whole session.
+"""
+
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
-from hub_server import HubServer
+sys.path.insert(0, str(Path(__file__).parent))
+
+from hub_server import HubServer  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "real"
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("funes-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch, shared_cache):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FUNES_HOME", str(home / ".funes"))
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(shared_cache))
+    monkeypatch.setenv("FUNES_NO_DAGSTER_RECORD", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "HERMES_HOME", "DAGSTER_HOME",
+                 "FUNES_MEMORY", "FUNES_RERANKER", "FUNES_DEVICE"):
+        monkeypatch.delenv(name, raising=False)
+    return home
 
 
 @pytest.fixture(scope="session")

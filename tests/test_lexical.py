@@ -1,0 +1,99 @@
+"""The BM25 index: segments that score like one index, merges, readers that catch up."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from funes.memory.lexical import MANIFEST, LexicalIndex
+
+WORDS = ("lance parquet dagster bm25 vector embedding session transcript chunk redact secret hook "
+         "recall memory index cursor sensor fragment manifest commit push remote cache token").split()
+
+
+def _corpus(n, seed=0):
+    rng = random.Random(seed)
+    ids = [f"{i:016x}" for i in range(n)]
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30))) for _ in range(n)]
+    return ids, texts
+
+
+def _fetcher(ids, texts):
+    table = dict(zip(ids, texts))
+    return lambda wanted: {i: table[i] for i in wanted if i in table}
+
+
+@pytest.mark.parametrize("query", ["lance fragment manifest", "secret token redact", "hook cursor", "zebra"])
+def test_segments_rank_like_a_single_index(tmp_path, query):
+    ids, texts = _corpus(600)
+    fetch = _fetcher(ids, texts)
+    segmented = LexicalIndex.open(tmp_path / "seg")
+    # Batches of decreasing size, so LSM merging leaves several segments behind.
+    for start, end in ((0, 400), (400, 500), (500, 560), (560, 590), (590, 600)):
+        segmented.add(ids[start:end], texts[start:end], end, fetch)
+    single = LexicalIndex.open(tmp_path / "one")
+    single.rebuild(ids, texts, 1)
+    assert len(segmented.segments) > 1
+    got = segmented.search(query, 10)
+    want = single.search(query, 10)
+    if query == "zebra":
+        assert got == want == []
+        return
+    # Global IDF makes scores agree closely; only length normalisation differs.
+    assert [g[0] for g in got[:5]] == [w[0] for w in want[:5]]
+    for (_, got_score), (_, want_score) in zip(got[:5], want[:5]):
+        assert got_score == pytest.approx(want_score, rel=0.05)
+
+
+def test_merging_keeps_every_live_document_and_drops_deleted_ones(tmp_path):
+    ids, texts = _corpus(200)
+    live = dict(zip(ids, texts))
+    index = LexicalIndex.open(tmp_path)
+    for start in range(0, 200, 20):
+        index.add(ids[start:start + 20], texts[start:start + 20], start, lambda w: {i: live[i] for i in w if i in live})
+        if start == 100:
+            del live[ids[0]]  # "forgotten" before the next merge re-tokenizes it
+    covered = set(index.covered_ids().tolist())
+    assert covered <= set(ids)
+    assert set(ids[1:]) <= covered
+    assert len(index.segments) <= 4  # log-structured: few segments for many adds
+    reopened = LexicalIndex.open(tmp_path)
+    assert reopened.table_version == 180
+    assert set(reopened.covered_ids().tolist()) == covered
+
+
+def test_allowed_mask_filters_before_ranking(tmp_path):
+    ids, texts = _corpus(300)
+    index = LexicalIndex.open(tmp_path)
+    index.rebuild(ids, texts, 1)
+    allowed = np.array(ids[:10], dtype="<U16")
+    hits = index.search("lance vector", 50, allowed)
+    assert hits and {h[0] for h in hits} <= set(ids[:10])
+
+
+def test_a_crash_before_the_manifest_leaves_the_previous_index(tmp_path):
+    ids, texts = _corpus(50)
+    index = LexicalIndex.open(tmp_path)
+    index.rebuild(ids[:40], texts[:40], 3)
+    before = (tmp_path / MANIFEST).read_text()
+    # A writer that died after saving a segment folder but before the manifest.
+    (tmp_path / "seg-orphan").mkdir()
+    reopened = LexicalIndex.open(tmp_path)
+    assert (tmp_path / MANIFEST).read_text() == before
+    assert reopened.table_version == 3
+    assert len(reopened.covered_ids()) == 40
+    # A reader covers what the manifest lacks in memory, writing nothing.
+    view = reopened.with_transient(ids[40:], texts[40:])
+    assert len(view.covered_ids()) == 50
+    assert (tmp_path / MANIFEST).read_text() == before
+
+
+def test_a_changed_tokenizer_means_an_empty_index_to_rebuild(tmp_path):
+    ids, texts = _corpus(20)
+    index = LexicalIndex.open(tmp_path)
+    index.rebuild(ids, texts, 1)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["tokenizer"]["stopwords"] = "something-else"
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    assert LexicalIndex.open(tmp_path).segments == []
