@@ -8,7 +8,7 @@ versions: ``<slug>/agent-<id>.jsonl``); their records carry the parent's
 Only ``user`` and ``assistant`` records are conversation.  Skipped as noise: the
 compaction summary Claude Code injects after ``/compact`` (``isCompactSummary``),
 API error stand-ins (``isApiErrorMessage``), ``[Request interrupted by user…]``
-markers, and ``isMeta`` records (caveats, ``<command-name>`` and
+markers, local-command terminal output, and ``isMeta`` records (caveats, ``<command-name>`` and
 ``<system-reminder>`` wrappers) except for their ``tool_result`` parts: newer
 versions flag genuine tool output as meta too, and that output is worth recalling.
 
@@ -43,7 +43,10 @@ HARNESS = "claude_code"
 
 _SKIPPED_DIRS = frozenset({"tool-results"})  # externalised big outputs, previewed in the transcript
 _SKIPPED_FILES = frozenset({"journal.jsonl"})  # workflow journals, not conversations
-_INTERRUPTED = "[Request interrupted by user"
+# Text that is not what anyone said: interruption markers, and the terminal output
+# of local slash commands (/context, /cost: ANSI art) that older versions wrote as
+# ordinary user records.
+_NOISE_PREFIXES = ("[Request interrupted by user", "<local-command-stdout>", "<local-command-stderr>")
 
 
 def default_roots() -> list[Path]:
@@ -73,7 +76,7 @@ def _fallback_workdir(path: Path) -> str:
 
 
 def _text_block(text: str) -> Block:
-    return Block("text", "" if text.startswith(_INTERRUPTED) else text)
+    return Block("text", "" if text.startswith(_NOISE_PREFIXES) else text)
 
 
 def _blocks(content: Any) -> list[Block]:

@@ -168,7 +168,7 @@ def _tool_uses(tool_calls: str) -> list[Block]:
     return blocks
 
 
-def _blocks(row: dict[str, Any]) -> list[Block]:
+def _blocks(row: dict[str, Any], warn: Callable[[str], None]) -> list[Block]:
     role = row["role"]
     text = _content_text(_text(row.get("content")))
     if role == "user":
@@ -176,7 +176,12 @@ def _blocks(row: dict[str, Any]) -> list[Block]:
     if role == "tool":
         return [Block("tool_result", text, opt_str(row.get("tool_name")), opt_str(row.get("tool_call_id")))]
     thinking = _text(row.get("reasoning_content")) or _text(row.get("reasoning"))
-    return [Block("thinking", thinking), Block("text", text), *_tool_uses(_text(row.get("tool_calls")))]
+    try:
+        tool_uses = _tool_uses(_text(row.get("tool_calls")))
+    except ValueError as exc:  # the calls are lost, the reply is not
+        warn(f"unreadable tool_calls ({exc})")
+        tool_uses = []
+    return [Block("thinking", thinking), Block("text", text), *tool_uses]
 
 
 def _is_subagent(session_row: dict[str, Any], parent_end_reason: Any) -> bool:
@@ -223,6 +228,11 @@ def parse(unit: SourceUnit) -> Session:
     archive_aware = bool(messages) and ("compacted" in messages[0] or "active" in messages[0])
     earlier: set[tuple] = set()  # keys of archived rows, or of all rows when the schema cannot tell
     for row in messages:
+        row_id = row.get("id") if type(row.get("id")) is int else 0
+
+        def warn(message: str) -> None:
+            session.warnings.append(ParseWarning(str(db), row_id, f"message {row_id}: {message}"))
+
         try:
             role = row.get("role")
             if role not in _ROLES or row.get("_compressed_summary") or row.get("display_kind") == "hidden":
@@ -234,9 +244,8 @@ def parse(unit: SourceUnit) -> Session:
                 continue
             if not archive_aware or row.get("compacted") or row.get("active") == 0:
                 earlier.add(key)
-            turn_uuid = str(row["id"])
-            turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(row.get("timestamp")), _blocks(row))
+            blocks = _blocks(row, warn)
+            turns.add(str(row["id"]), turns.last_uuid, role, normalize_ts(row.get("timestamp")), blocks)
         except SHAPE_ERRORS as exc:
-            message = f"unexpected message row ({type(exc).__name__}: {exc})"
-            session.warnings.append(ParseWarning(str(db), row.get("id") if type(row.get("id")) is int else 0, message))
+            warn(f"unexpected message row ({type(exc).__name__}: {exc})")
     return finish_session(session)

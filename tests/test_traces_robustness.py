@@ -1,0 +1,233 @@
+"""Bad input never costs more than the bad part: every parser survives garbage, and no
+exception but TraceReadError leaves ``parse``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from funes.errors import TraceReadError
+from funes.traces import claude, codex, hermes, parquet, pi
+from funes.traces.model import SourceUnit
+from trace_helpers import REAL, assert_well_formed, build_hermes_db, parse_file, texts
+
+# (parser, fixture, file name the agent would give it)
+JSONL_CASES = [
+    (claude, "claude_session.jsonl", "06ec42c3-2184-40c5-b0ee-98c3235b4c4c.jsonl"),
+    (claude, "as_claude_small.jsonl", "ses_stage0_small.jsonl"),
+    (codex, "codex_session.jsonl", "rollout-2026-06-23T05-37-02-019ef2fb-6574-7f83-bd99-9118713271f2.jsonl"),
+    (pi, "pi_session.jsonl", "2026-04-13T09-28-54-581Z_7028acdd-e85a-4fa0-88a5-71f4103333a0.jsonl"),
+    (pi, "as_pi_small.jsonl", "2026-05-12T01-02-27-657Z_019e19b4-eb48-746a-aa6b-8dfcfa37954b.jsonl"),
+]
+CASE_IDS = [f"{module.HARNESS}:{fixture}" for module, fixture, _ in JSONL_CASES]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+FIELDS = ["type", "uuid", "id", "parentId", "parentUuid", "timestamp", "message", "payload", "content", "role",
+          "cwd", "version", "ordinal", "sessionId", "isMeta", "arguments", "output", "summary", "text"]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                           HealthCheck.function_scoped_fixture])
+
+
+def _mutate(record, path: list[str], value):
+    """``record`` with the field at ``path`` (walking into nested objects as far as
+    they go) replaced by ``value``."""
+    if not isinstance(record, dict):
+        return value
+    copy = dict(record)
+    key = path[0]
+    inner = copy.get(key)
+    copy[key] = _mutate(inner, path[1:], value) if len(path) > 1 and isinstance(inner, dict) else value
+    return copy
+
+
+@st.composite
+def garbage_lines(draw, records: list[dict]) -> bytes:
+    kind = draw(st.sampled_from(["bytes", "truncated", "mutated", "not-object", "huge-int", "deep"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=120))
+    record = draw(st.sampled_from(records))
+    line = json.dumps(record, ensure_ascii=False).encode()
+    if kind == "truncated":
+        return line[: draw(st.integers(0, max(0, len(line) - 1)))]
+    if kind == "mutated":
+        path = draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3))
+        mutated = _mutate(record, path, draw(json_values))
+        return json.dumps(mutated, ensure_ascii=draw(st.booleans())).encode()
+    if kind == "not-object":
+        return json.dumps(draw(json_values)).encode()
+    if kind == "huge-int":
+        return b'{"type":"user","timestamp":' + b"9" * 5000 + b"}"
+    return b"[" * 50_000 + b"]" * 50_000  # nesting deeper than the decoder's recursion limit
+
+
+def _lines(fixture: str) -> list[bytes]:
+    return (REAL / fixture).read_bytes().splitlines()
+
+
+@pytest.mark.parametrize(("module", "fixture", "name"), JSONL_CASES, ids=CASE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_garbage_between_valid_lines(tmp_path, module, fixture, name, data):
+    lines = _lines(fixture)
+    records = [json.loads(line) for line in lines]
+    clean = parse_file(module, REAL / fixture)
+    insertions = data.draw(st.lists(st.tuples(st.integers(0, len(lines)), garbage_lines(records)), max_size=8))
+    mixed = list(lines)
+    for position, garbage in sorted(insertions, key=lambda item: -item[0]):  # from the end: positions stay valid
+        mixed.insert(position, garbage)
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(mixed))
+    session = parse_file(module, path)  # raises nothing
+    assert_well_formed(session)
+    missing = Counter(texts(clean)) - Counter(texts(session))
+    assert not missing, "a valid line next to garbage was lost"
+
+
+@pytest.mark.parametrize("module", [claude, codex, pi], ids=lambda m: m.HARNESS)
+@SETTINGS
+@given(content=st.binary(max_size=2000))
+def test_random_bytes(tmp_path, module, content):
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_bytes(content)
+    assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "x", "0:0")))
+
+
+@pytest.mark.parametrize("module", [claude, codex, pi], ids=lambda m: m.HARNESS)
+def test_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, tmp_path / "gone.jsonl", "gone", "1:1"))
+    folder = tmp_path / "a-folder.jsonl"
+    folder.mkdir()
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+    if os.geteuid() != 0:  # root reads anything
+        locked = tmp_path / "locked.jsonl"
+        locked.write_text("{}\n")
+        locked.chmod(0)
+        with pytest.raises(TraceReadError, match="cannot read"):
+            module.parse(SourceUnit(module.HARNESS, locked, "locked", "1:1"))
+
+
+def test_corrupt_zstd_is_a_read_error(tmp_path):
+    path = tmp_path / "rollout-2026-01-01T00-00-00-00000000-0000-4000-8000-000000000000.jsonl.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(200))
+    with pytest.raises(TraceReadError):
+        codex.parse(SourceUnit("codex", path, "x", "1:1"))
+
+
+def test_bad_lines_are_counted_with_file_and_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    good = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "caf\u00e9 \ud83d"}}
+    path.write_bytes(b"\n".join([
+        b"not json",
+        json.dumps(good).encode(),  # ensure_ascii: the lone surrogate arrives escaped
+        b"[1, 2]",
+        b'{"type": "user", "uuid": "u2", "message": {"role": "user", "content": "bad \xff byte"}}',
+        b'{"type": "user", "uuid": "u3", "message": "not an object"}',
+        b'{"type": "user", "uuid": "u4", "message": {"role": "user", "content": "partial',
+    ]))
+    session = parse_file(claude, path)
+    assert [(t.turn_uuid, t.blocks[0].text) for t in session.turns] == [("u1", "caf\u00e9 \ufffd"), ("u2", "bad \ufffd byte")]
+    assert [(w.line, w.message) for w in session.warnings] == [
+        (1, "not JSON"),
+        (3, "not a JSON object (list)"),
+        (6, "partial last line (still being written?)"),
+    ]
+    assert str(session.warnings[0]) == f"{path}:1: not JSON"
+
+
+def test_shape_errors_cost_one_record(tmp_path, monkeypatch):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type":"user","uuid":"u1","message":{"role":"user","content":"a"}}\n'
+                    '{"type":"user","uuid":"u2","message":{"role":"user","content":"b"}}\n')
+    real_blocks = claude._blocks
+    monkeypatch.setattr(claude, "_blocks", lambda content: real_blocks(content) if content != "a" else 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # only shape errors are absorbed; bugs still surface
+        parse_file(claude, path)
+    monkeypatch.setattr(claude, "_blocks", lambda content: real_blocks(content) if content != "a" else {}["k"])
+    session = parse_file(claude, path)
+    assert [t.turn_uuid for t in session.turns] == ["u2"]
+    assert session.warnings[0].line == 1 and "KeyError" in session.warnings[0].message
+
+
+def test_fifty_megabyte_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    huge = {"type": "user", "uuid": "big", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "x" * 50_000_000}]}}
+    with open(path, "w") as handle:
+        handle.write(json.dumps(huge) + "\n")
+        handle.write('{"type":"assistant","uuid":"after","message":{"role":"assistant","content":"ok"}}\n')
+    session = parse_file(claude, path)
+    assert [t.turn_uuid for t in session.turns] == ["big", "after"]
+    assert len(session.turns[0].blocks[0].text) == 50_000_000
+
+
+# --- Hermes and Parquet: bad rows, not bad lines ---------------------------------------
+
+@pytest.fixture(scope="module")
+def hermes_template(tmp_path_factory):
+    return build_hermes_db(tmp_path_factory.mktemp("hermes-template") / "state.db")
+
+
+sql_values = st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=30) | st.binary(max_size=30)
+json_texts = json_values.map(json.dumps) | st.text(max_size=30)
+
+
+@SETTINGS
+@given(rows=st.lists(st.fixed_dictionaries({
+    "role": st.sampled_from(["user", "assistant", "tool", "system", "", "USER"]) | st.text(max_size=5),
+    "content": sql_values | json_texts.map(lambda text: hermes.MULTIMODAL_PREFIX + text),
+    "tool_calls": sql_values | json_texts,
+    "tool_call_id": sql_values,
+    "reasoning": sql_values,
+    "timestamp": sql_values.filter(lambda v: v is not None),
+    "display_kind": sql_values,
+    "_compressed_summary": st.integers(0, 1) | st.text(max_size=3),
+}), max_size=8))
+def test_hermes_odd_rows(tmp_path_factory, hermes_template, rows):
+    db = tmp_path_factory.mktemp("hermes") / "state.db"
+    shutil.copyfile(hermes_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for row in rows:
+            names = ", ".join(["session_id", *row])
+            conn.execute(f"INSERT INTO messages ({names}) VALUES (?{', ?' * len(row)})", ("s_main", *row.values()))
+    conn.close()
+    for unit in hermes.discover(db):
+        assert_well_formed(hermes.parse(unit))
+
+
+@SETTINGS
+@given(messages=st.lists(json_texts | json_values.map(lambda v: json.dumps({"role": "assistant", "tool_calls": v})),
+                         max_size=6))
+def test_parquet_odd_messages(tmp_path_factory, messages):
+    path = tmp_path_factory.mktemp("parquet") / "t.parquet"
+    pq.write_table(pa.table({"session_id": ["s"], "messages": pa.array([messages], pa.list_(pa.string()))}), path)
+    for unit in parquet.discover(path):
+        assert_well_formed(parquet.parse(unit))
+
+
+@pytest.mark.parametrize("module", [hermes, parquet], ids=lambda m: m.HARNESS)
+@SETTINGS
+@given(content=st.binary(max_size=3000))
+def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
+    path: Path = tmp_path_factory.mktemp("random") / ("state.db" if module is hermes else "t.parquet")
+    path.write_bytes(content)
+    try:
+        assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
+    except TraceReadError:
+        pass

@@ -1,0 +1,76 @@
+"""Helpers for the trace parser tests (test_traces_*.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+from funes.traces.model import Session, SourceUnit, Turn
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "real"
+
+
+def only_unit(module: ModuleType, path: Path) -> SourceUnit:
+    units = list(module.discover(path))
+    assert len(units) == 1, units
+    return units[0]
+
+
+def parse_file(module: ModuleType, path: Path) -> Session:
+    """The one session a transcript file holds."""
+    return module.parse(only_unit(module, path))
+
+
+def shape(turn: Turn) -> tuple[str, list[tuple[str, str | None]]]:
+    """A turn's role and its blocks' (type, tool name)."""
+    return turn.role, [(block.block_type, block.tool_name) for block in turn.blocks]
+
+
+def texts(session: Session) -> list[str]:
+    return [block.text for turn in session.turns for block in turn.blocks]
+
+
+def turn(session: Session, turn_uuid: str) -> Turn:
+    found = [t for t in session.turns if t.turn_uuid == turn_uuid]
+    assert len(found) == 1, f"{turn_uuid}: {len(found)} turns"
+    return found[0]
+
+
+def assert_well_formed(session: Session) -> None:
+    """Invariants every parser guarantees for any input."""
+    uuids = [t.turn_uuid for t in session.turns]
+    assert len(uuids) == len(set(uuids)), "turn ids repeat within a session"
+    for seq, t in enumerate(session.turns):
+        assert t.seq == seq
+        assert t.role in ("user", "assistant", "tool")
+        assert t.blocks
+        for block in t.blocks:
+            assert block.block_type in ("text", "thinking", "tool_use", "tool_result")
+            assert isinstance(block.text, str) and block.text.strip()
+            block.text.encode("utf-8")  # no lone surrogates
+        assert t.ts == "" or (len(t.ts) == 24 and t.ts.endswith("Z")), t.ts
+
+
+def copy_fixture(name: str, dest_dir: Path, new_name: str | None = None) -> Path:
+    dest = dest_dir / (new_name or Path(name).name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REAL / name, dest)
+    return dest
+
+
+def hermes_builder() -> ModuleType:
+    """tests/fixtures/make_hermes_db.py, imported by path (fixtures is no package)."""
+    spec = importlib.util.spec_from_file_location("make_hermes_db", FIXTURES / "make_hermes_db.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_hermes_db(path: Path, legacy: bool = False) -> Path:
+    """A Hermes state.db at ``path`` (folders created) from make_hermes_db.py."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return hermes_builder().build(path, legacy=legacy)
