@@ -445,11 +445,11 @@ def test_empty_egress_is_clean():
     assert report == EgressReport(0, {}, {}) and report.clean
 
 
-def test_unwritable_cache_dir_means_no_cache(monkeypatch, tmp_path):
+def test_rule_cache_dir_and_no_cache_when_unwritable(monkeypatch, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("KF_RULE_CACHE_DIR", str(blocker / "kingfisher"))
     assert redaction._writable_cache_dir() is None
     monkeypatch.delenv("KF_RULE_CACHE_DIR")
-    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "home"))
-    assert redaction._writable_cache_dir() == tmp_path / "home" / "cache" / "kingfisher"
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))
+    assert redaction._writable_cache_dir() == tmp_path / "cache" / "kingfisher"
