@@ -83,7 +83,8 @@ def test_repeated_uuid_gets_a_positional_id():
 
 
 def test_record_without_uuid_gets_line_id(tmp_path):
-    path = tmp_path / "s1.jsonl"
+    path = tmp_path / ".claude" / "projects" / "-home-u-llama-cpp" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
     lines = [
         {"type": "user", "message": {"role": "user", "content": "first"}, "timestamp": "2026-01-02T03:04:05Z"},
         {"type": "assistant", "uuid": "", "message": {"role": "assistant", "content": [{"type": "text", "text": "second"}]}},
@@ -92,7 +93,7 @@ def test_record_without_uuid_gets_line_id(tmp_path):
     session = parse_file(claude, path)
     assert [t.turn_uuid for t in session.turns] == ["s1:L0", "s1:L1"]
     assert session.turns[0].ts == "2026-01-02T03:04:05.000Z"
-    assert session.workdir == tmp_path.name  # no cwd recorded: the folder name
+    assert session.workdir == "-home-u-llama-cpp"  # no cwd recorded: the project folder's name
 
 
 def test_subagent_layout_links_parent():

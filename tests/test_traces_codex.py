@@ -158,6 +158,8 @@ def test_zstd_rollouts_and_plain_preference(tmp_path):
     assert unit.path.name == name
     plain = codex.parse(unit)
     assert [(t.turn_uuid, t.blocks) for t in plain.turns] == [(t.turn_uuid, t.blocks) for t in compressed.turns]
+    [asked_for] = codex.discover(day / f"{name}.zst")  # named explicitly, it is read anyway
+    assert asked_for.path.name.endswith(".zst")
 
 
 def test_discover_archived_and_file_name_fallback(tmp_path):

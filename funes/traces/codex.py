@@ -68,10 +68,13 @@ def _is_rollout(name: str) -> bool:
 
 
 def _rollouts(root: Path) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
     folders = [root / name for name in ("sessions", "archived_sessions") if (root / name).is_dir()]
     for folder in folders or [root]:
         for path in walk_files(folder, _is_rollout):
-            if path.name.endswith(".zst") and path.with_name(path.name[: -len(".zst")]).exists():
+            if path.name.endswith(".zst") and path.with_name(path.name.removesuffix(".zst")).exists():
                 continue  # the plain rollout is the complete one
             yield path
 

@@ -47,8 +47,13 @@ def tool_input_text(value: Any) -> str:
 
 
 def format_ts(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.isoformat(timespec="milliseconds") + "Z"
+
+
+# What JavaScript's toISOString() writes, i.e. nearly every Claude, Codex and pi
+# timestamp: already in the stored form, so only its validity needs checking.
+_CANONICAL_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def normalize_ts(value: Any) -> str:
@@ -66,6 +71,9 @@ def normalize_ts(value: Any) -> str:
             text = value.strip()
             if not text:
                 return ""
+            if _CANONICAL_TS.fullmatch(text):
+                datetime.fromisoformat(text[:-1])  # rejects month 13 and the like
+                return text
             if text[-1] in "zZ":
                 text = text[:-1] + "+00:00"
             moment = datetime.fromisoformat(text)

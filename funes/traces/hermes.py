@@ -13,7 +13,7 @@ unit is retried later instead of being recorded as empty.  Columns are probed wi
 
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
 become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
-parent = the previous retained turn.  Skipped rows: system rows, compaction summaries
+parent = the previous retained turn.  A ParseWarning's ``line`` is the row id.  Skipped rows: system rows, compaction summaries
 (``_compressed_summary = 1``), model-only scaffolding (``display_kind = 'hidden'``),
 and the synthetic background-review prompts.
 
@@ -93,7 +93,8 @@ def _read(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``query`` on a read-only connection inside one read transaction (one
     consistent snapshot), retrying transient failures."""
     uri = f"{db.absolute().as_uri()}?mode=ro"
-    for attempt in range(RETRIES + 1):
+    failures = 0
+    while True:
         conn = None
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -101,14 +102,14 @@ def _read(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
             conn.execute("BEGIN")
             return query(conn)
         except sqlite3.Error as exc:
+            failures += 1
             transient = any(marker in str(exc).lower() for marker in _TRANSIENT)
-            if not transient or attempt == RETRIES:
+            if not transient or failures > RETRIES:
                 raise TraceReadError(f"cannot read {db}: {exc}") from exc
             time.sleep(RETRY_BACKOFF_S)
         finally:
             if conn is not None:
                 conn.close()
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -1,0 +1,58 @@
+"""The helpers every parser shares (funes.traces.common, funes.traces.jsonl)."""
+
+from __future__ import annotations
+
+import pytest
+
+from funes.traces.common import joined_text, normalize_ts, trailing_uuid, workdir_facet
+from funes.traces.jsonl import decode_json
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("2026-01-02T03:04:05.123Z", "2026-01-02T03:04:05.123Z"),
+    ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05.000Z"),
+    ("2026-01-02T05:04:05.123456+02:00", "2026-01-02T03:04:05.123Z"),
+    ("2026-01-02 03:04:05", "2026-01-02T03:04:05.000Z"),  # naive: read as UTC
+    (1767225600123, "2026-01-01T00:00:00.123Z"),  # epoch milliseconds (pi)
+    (1780000002.5, "2026-05-28T20:26:42.500Z"),  # epoch seconds as REAL (Hermes)
+    ("2026-13-02T03:04:05.123Z", ""),
+    ("yesterday", ""), ("", ""), (None, ""), (True, ""), (float("nan"), ""), (1e300, ""), ([], ""),
+])
+def test_normalize_ts(value, expected):
+    assert normalize_ts(value) == expected
+
+
+@pytest.mark.parametrize(("cwd", "expected"), [
+    ("/home/u/llama.cpp", "-home-u-llama-cpp"),
+    ("C:\\Users\\d\\x", "C--Users-d-x"),
+    ("D:\\physics\\earth", "D--physics-earth"),
+    ("/", "fallback"), ("", "fallback"), (None, "fallback"),
+])
+def test_workdir_facet(cwd, expected):
+    assert workdir_facet(cwd, "fallback") == expected
+
+
+def test_trailing_uuid():
+    uuid = "019ef2fb-6574-7f83-bd99-9118713271f2"
+    assert trailing_uuid(f"rollout-2026-06-23T05-37-02-{uuid}.jsonl.zst") == uuid
+    assert trailing_uuid(f"2026-04-13T09-28-54-581Z_{uuid}.jsonl") == uuid
+    assert trailing_uuid("notes.jsonl") is None
+
+
+def test_joined_text_shapes():
+    parts = [{"type": "text", "text": "a"}, {"type": "image", "data": "AAAA"}, {"type": "text", "text": 3}, "x",
+             {"type": "input_text", "text": "b"}]
+    assert joined_text(parts) == "a"
+    assert joined_text(parts, ("text", "input_text")) == "a\nb"
+    assert joined_text({"type": "text", "text": "single"}) == "single"
+    assert joined_text("plain") == "plain"
+    assert joined_text(None) == joined_text(7) == ""
+
+
+def test_decode_json_raises_only_value_error():
+    assert decode_json('"\\ud83d\\ude00 ok \\ud83d"') == "\U0001F600 ok \ufffd"  # pair kept, lone one replaced
+    assert decode_json('{"\\udc00": ["\\udc00"]}') == {"\ufffd": ["\ufffd"]}
+    with pytest.raises(ValueError):
+        decode_json("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError):
+        decode_json("1" * 5000)  # longer than Python's int-string limit
