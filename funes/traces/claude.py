@@ -94,9 +94,8 @@ def _blocks(content: Any) -> list[Block]:
         elif kind == "thinking":
             blocks.append(Block("thinking", as_str(part.get("thinking"))))
         elif kind == "tool_use":
-            blocks.append(
-                Block("tool_use", tool_input_text(part.get("input")), opt_str(part.get("name")), opt_str(part.get("id")))
-            )
+            text = tool_input_text(part.get("input"))
+            blocks.append(Block("tool_use", text, opt_str(part.get("name")), opt_str(part.get("id"))))
         elif kind == "tool_result":
             text = joined_text(part.get("content")) or as_str(part.get("text"))
             blocks.append(Block("tool_result", text, None, opt_str(part.get("tool_use_id"))))

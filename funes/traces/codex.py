@@ -129,13 +129,10 @@ def _reasoning(payload: dict[str, Any]) -> Converted:
     return "assistant", [Block("thinking", "\n".join(text for text in (summary, content) if text))]
 
 
-def _function_call(payload: dict[str, Any]) -> Converted:
-    text = tool_input_text(payload.get("arguments"))
-    return "assistant", [Block("tool_use", text, opt_str(payload.get("name")), opt_str(payload.get("call_id")))]
-
-
-def _custom_tool_call(payload: dict[str, Any]) -> Converted:
-    text = tool_input_text(payload.get("input"))
+def _tool_call(payload: dict[str, Any]) -> Converted:
+    """function_call (``arguments``, a JSON string) or custom_tool_call (``input``, raw
+    text such as an apply_patch body): either is the tool_use text verbatim."""
+    text = tool_input_text(payload.get("arguments", payload.get("input")))
     return "assistant", [Block("tool_use", text, opt_str(payload.get("name")), opt_str(payload.get("call_id")))]
 
 
@@ -172,8 +169,8 @@ def _agent_message(payload: dict[str, Any]) -> Converted:
 _CONVERTERS: dict[str, Callable[[dict[str, Any]], Converted]] = {
     "message": _message,
     "reasoning": _reasoning,
-    "function_call": _function_call,
-    "custom_tool_call": _custom_tool_call,
+    "function_call": _tool_call,
+    "custom_tool_call": _tool_call,
     "local_shell_call": _local_shell_call,
     "function_call_output": _tool_output,
     "custom_tool_call_output": _tool_output,
@@ -183,13 +180,14 @@ _CONVERTERS: dict[str, Callable[[dict[str, Any]], Converted]] = {
 
 def parse(unit: SourceUnit) -> Session:
     path = unit.path
-    session = Session(harness=HARNESS, session_id="", source_path=str(path), cwd="", workdir="")
+    session = Session(harness=HARNESS, session_id=_session_id(None, path), source_path=str(path), cwd="", workdir="")
     turns = TurnCollector(session)
-    meta_seen = False
+    started = meta_seen = False
 
     def handle(index: int, record: dict[str, Any]) -> None:
-        nonlocal meta_seen
-        if not session.session_id:
+        nonlocal started, meta_seen
+        if not started:  # the first record names the session, as in discovery
+            started = True
             session.session_id = _session_id(record, path)
         kind = record.get("type")
         if kind == "session_meta" and not meta_seen:
@@ -211,7 +209,5 @@ def parse(unit: SourceUnit) -> Session:
             turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(record.get("timestamp")), blocks)
 
     each_record(path, session.warnings, handle)
-    if not session.session_id:
-        session.session_id = _session_id(None, path)
     session.workdir = workdir_facet(session.cwd, path.parent.name)
     return finish_session(session)

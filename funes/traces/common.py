@@ -216,7 +216,8 @@ class TurnCollector:
         """``preferred`` when it is a non-empty string no earlier record of this
         session has claimed, else ``fallback``.  Claim for every record, retained or
         not, so an id never depends on skip rules, only on the lines before it."""
-        turn_uuid = preferred if isinstance(preferred, str) and preferred and preferred not in self._claimed else fallback
+        usable = isinstance(preferred, str) and preferred and preferred not in self._claimed
+        turn_uuid = preferred if usable else fallback
         self._claimed.add(turn_uuid)
         return turn_uuid
 

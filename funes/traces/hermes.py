@@ -13,9 +13,10 @@ unit is retried later instead of being recorded as empty.  Columns are probed wi
 
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
 become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
-parent = the previous retained turn.  A ParseWarning's ``line`` is the row id.  Skipped rows: system rows, compaction summaries
-(``_compressed_summary = 1``), model-only scaffolding (``display_kind = 'hidden'``),
-and the synthetic background-review prompts.
+parent = the previous retained turn; a ParseWarning's ``line`` is the row id.
+Skipped rows: system rows, compaction summaries (``_compressed_summary = 1``),
+model-only scaffolding (``display_kind = 'hidden'``), and the synthetic
+background-review prompts.
 
 De-duplication.  In-place compaction archives old rows (``compacted = 1`` /
 ``active = 0``) and re-inserts the kept tail as new rows with identical content.  A

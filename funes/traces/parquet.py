@@ -121,7 +121,10 @@ def discover(root: Path) -> Iterator[SourceUnit]:
 
 
 def _message_blocks(message: dict[str, Any]) -> list[Block]:
-    blocks = [Block("thinking", as_str(message.get("reasoning_content"))), Block("text", as_str(message.get("content")))]
+    blocks = [
+        Block("thinking", as_str(message.get("reasoning_content"))),
+        Block("text", as_str(message.get("content"))),
+    ]
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, dict) else None

@@ -110,8 +110,8 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
                 blocks.append(Block("tool_use", text, opt_str(part.get("name")), opt_str(part.get("id"))))
         return "assistant", blocks
     if role == "toolResult":
-        block = Block("tool_result", joined_text(content), opt_str(message.get("toolName")), opt_str(message.get("toolCallId")))
-        return "tool", [block]
+        name, call_id = opt_str(message.get("toolName")), opt_str(message.get("toolCallId"))
+        return "tool", [Block("tool_result", joined_text(content), name, call_id)]
     if role == "bashExecution":
         command = as_str(message.get("command"))
         return "user", [Block("tool_use", command, "bash"), Block("tool_result", as_str(message.get("output")), "bash")]
@@ -120,14 +120,15 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
 
 def parse(unit: SourceUnit) -> Session:
     path = unit.path
-    session = Session(harness=HARNESS, session_id="", source_path=str(path), cwd="", workdir="")
+    session = Session(harness=HARNESS, session_id=_session_id(None, path), source_path=str(path), cwd="", workdir="")
     turns = TurnCollector(session)
-    native = False
+    started = native = False
     nearest_turn: dict[str, str | None] = {}  # entry id -> its nearest retained turn (native ids only)
 
     def handle(index: int, record: dict[str, Any]) -> None:
-        nonlocal native
-        if not session.session_id:
+        nonlocal started, native
+        if not started:  # the first record: the header, if the file has one
+            started = True
             header = _header(record)
             session.session_id = _session_id(header, path)
             native = uses_native_ids(header)
@@ -152,7 +153,5 @@ def parse(unit: SourceUnit) -> Session:
             nearest_turn[entry_id] = turn.turn_uuid if turn is not None else parent_uuid
 
     each_record(path, session.warnings, handle)
-    if not session.session_id:
-        session.session_id = _session_id(None, path)
     session.workdir = workdir_facet(session.cwd, path.parent.name)
     return finish_session(session)
