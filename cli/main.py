@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
+
+# Typer vendors click (typer._click) and has no public name for its usage-error
+# base class; its exceptions are not the installed click's.
+from typer._click.exceptions import ClickException
 
 from funes.errors import FunesError
 
@@ -42,12 +45,12 @@ def run(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         command.main(args=argv if argv is not None else sys.argv[1:], prog_name="funes", standalone_mode=False)
-    except click.exceptions.Exit as exc:  # --help, or a command's explicit typer.Exit
+    except typer.Exit as exc:  # --help, or a command's explicit typer.Exit
         raise SystemExit(exc.exit_code) from None
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("funes: aborted", file=sys.stderr)
         raise SystemExit(130) from None
-    except click.ClickException as exc:  # wrong flag, missing argument, bad value
+    except ClickException as exc:  # wrong flag, missing argument, bad value
         print(f"funes: {exc.format_message()}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
     except FunesError as exc:

@@ -22,8 +22,12 @@ REAL = FIXTURES / "real"
 
 
 @pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("funes-cache")
+def shared_cache(request):
+    """Kept in pytest's cache folder so the ONNX export and compiled rules survive
+    between runs (CI starts clean and builds them once)."""
+    folder = request.config.cache.mkdir("funes-cache")
+    folder.chmod(0o700)  # kingfisher ignores rule caches others could write to
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +86,33 @@ def hub_env(hub_server, tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HOME", str(home))
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
     return home
+
+
+# --- memories built from the fixture transcripts -----------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def built_memory(tmp_path_factory, shared_cache):
+    """(agent home, FUNES_HOME) of a memory indexed once from the fixture transcripts
+    of every agent. Read-only: tests that write use `memory_home`."""
+    from memory_helpers import build_memory, environment, make_agent_home
+
+    root = tmp_path_factory.mktemp("built")
+    home = make_agent_home(root / "home")
+    with environment(FUNES_CACHE_DIR=str(shared_cache), FUNES_NO_DAGSTER_RECORD="1"):
+        build_memory(home, root / "funes")
+    return home, root / "funes"
+
+
+@pytest.fixture
+def memory_home(built_memory, isolated_env, monkeypatch):
+    """This test's own copy of `built_memory`: HOME holds the agent homes and
+    FUNES_HOME the indexed memory."""
+    import shutil
+
+    source_home, source_funes = built_memory
+    shutil.copytree(source_home, isolated_env, dirs_exist_ok=True)
+    funes_home = isolated_env / ".funes"
+    shutil.copytree(source_funes, funes_home, dirs_exist_ok=True)
+    monkeypatch.setenv("FUNES_HOME", str(funes_home))
+    return isolated_env

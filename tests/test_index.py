@@ -1,0 +1,151 @@
+"""`funes index` and `funes status` end to end, through the real CLI in a temp HOME."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_helpers import LONG_SESSION, make_agent_home
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+
+
+def funes(*args, env=None, timeout=300, **kwargs):
+    return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env or os.environ.copy(), **kwargs)
+
+
+def stored_ids(funes_home: Path) -> list[str]:
+    import lance
+
+    dataset = lance.dataset(str(funes_home / "memory" / "chunks.lance"))
+    return dataset.to_table(columns=["id"]).column("id").to_pylist()
+
+
+def status(env=None) -> dict:
+    result = funes("status", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_index_twice_leaves_identical_rows(memory_home):
+    before = sorted(stored_ids(memory_home / ".funes"))
+    first = status()
+    result = funes("index", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert "0 chunks added" in result.stderr
+    assert sorted(stored_ids(memory_home / ".funes")) == before
+    assert status()["chunks"] == first["chunks"] == len(before) == len(set(before))
+
+
+def test_status_reports_counts_per_agent_and_vectors(memory_home):
+    report = status()
+    assert isinstance(report["chunks"], int) and isinstance(report["sessions"], int)
+    assert set(report["harnesses"]) == {"claude_code", "codex", "pi", "hermes"}
+    assert report["embedded"] == report["chunks"] and report["dense_coverage"] == 1.0
+    assert report["embedding_model"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert report["last_indexed"].endswith("Z")
+    human = funes("status").stdout
+    assert "claude_code" in human and "vectors" in human
+
+
+def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
+    transcript = next((memory_home / ".claude" / "projects").rglob("claude_session.jsonl"))
+    before = set(stored_ids(memory_home / ".funes"))
+    lines = transcript.read_text().splitlines()
+    template = json.loads(lines[1])
+    template.update(uuid="11111111-2222-4333-8444-555555555555", parentUuid=template.get("uuid"),
+                    timestamp="2026-06-12T22:00:00.000Z", type="user",
+                    message={"role": "user", "content": "Now make the oceans reflect the sun correctly."})
+    with transcript.open("a") as handle:
+        handle.write(json.dumps(template) + "\n")
+    result = funes("index", str(transcript))
+    assert result.returncode == 0, result.stderr
+    after = set(stored_ids(memory_home / ".funes"))
+    assert before < after and len(after - before) == 1
+
+
+def test_unattended_index_must_name_a_target(memory_home):
+    result = funes("index", stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert result.stderr.startswith("funes: an unattended index must name a target")
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_flags_and_paths_are_one_line_errors(memory_home, tmp_path):
+    for args, code in ((["index", "--limit", "0"], 2), (["index", "--bogus"], 2),
+                       (["index", str(tmp_path / "nope.jsonl")], 2), (["index", "--harness", "vim"], 2)):
+        result = funes(*args)
+        assert result.returncode == code, (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("funes: "), result.stderr
+
+
+def test_a_second_writer_waits_then_gives_up_clearly(memory_home):
+    from filelock import FileLock
+
+    lock = FileLock(str(memory_home / ".funes" / "memory" / "write.lock"))
+    with lock:
+        started = time.monotonic()
+        result = funes("index", "--yes")
+    assert result.returncode == 5
+    assert "another funes process is writing" in result.stderr
+    assert 4 <= time.monotonic() - started < 60
+    assert status()["chunks"] == len(stored_ids(memory_home / ".funes"))
+
+
+def test_an_unwritable_funes_home_is_a_clear_error(memory_home, tmp_path):
+    # A FUNES_HOME below a regular file cannot be created, even by root.
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    env = {**os.environ, "FUNES_HOME": str(blocker / "funes")}
+    result = funes("index", "--yes", env=env)
+    assert result.returncode != 0
+    assert result.stderr.startswith("funes: cannot write") and "Traceback" not in result.stderr
+
+
+def test_a_memory_built_with_another_model_is_refused(memory_home):
+    import lance
+
+    table = memory_home / ".funes" / "memory" / "chunks.lance"
+    dataset = lance.dataset(str(table))
+    dataset.update_schema_metadata({"funes.embedding.model_id": "BAAI/bge-small-en-v1.5"})
+    for args in (["index", "--yes"], ["recall", "anything"]):
+        result = funes(*args)
+        assert result.returncode == 4, result.stderr
+        assert "was built with BAAI/bge-small-en-v1.5" in result.stderr
+        assert "funes index --rebuild" in result.stderr
+    result = funes("index", "--rebuild", "--yes")
+    assert result.returncode == 0, result.stderr
+    after = status()
+    assert after["embedding_model"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert after["embedded"] == after["chunks"] == len(stored_ids(memory_home / ".funes"))
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_then_rerun_gives_the_uninterrupted_memory(built_memory, isolated_env, tmp_path):
+    reference = sorted(stored_ids(built_memory[1]))
+    make_agent_home(isolated_env)
+    funes_home = isolated_env / ".funes"
+    env = os.environ.copy()
+    for delay in (1.5, 4.0, 7.0, 12.0):
+        process = subprocess.Popen([*FUNES, "index", "--yes"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(delay)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    result = funes("index", "--yes", env=env)
+    assert result.returncode == 0, result.stderr
+    ids = stored_ids(funes_home)
+    assert len(ids) == len(set(ids)), "a chunk was stored twice"
+    assert sorted(ids) == reference
+    report = status(env)
+    assert report["embedded"] == report["chunks"] == len(reference)
+    # The long session's split blocks are all there and searchable.
+    hits = funes("recall", "container build failed", "--session", LONG_SESSION, "--json", "--no-rerank")
+    assert hits.returncode == 0 and json.loads(hits.stdout)
