@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from funes.redaction import elide_data_uris, redact
+from funes.redaction import elide_data_uris, redact_many
 from funes.traces.model import TIER_OF_BLOCK, Session
 
 # Characters per chunk and the overlap between consecutive splits of one block.
@@ -131,39 +131,43 @@ def chunk_session(
 ) -> Iterator[Chunk]:
     """Every chunk of a session, redacted, in turn/block/split order."""
     report = report if report is not None else ChunkReport()
-    for turn in session.turns:
-        for block_idx, block in enumerate(turn.blocks):
-            if block.block_type == "thinking" and not include_thinking:
-                continue
-            report.blocks += 1
-            redaction = redact(elide_data_uris(cap_block(block.text)))
-            report.redactions.update(redaction.findings)
-            if redaction.text is None:
-                report.dropped_blocks += 1
-                continue
-            for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
-                report.chunks += 1
-                yield Chunk(
-                    id=chunk_id(session.session_id, turn.turn_uuid, block_idx, split_idx),
-                    text=piece,
-                    harness=session.harness,
-                    session_id=session.session_id,
-                    turn_uuid=turn.turn_uuid,
-                    parent_uuid=turn.parent_uuid,
-                    seq=turn.seq,
-                    ts=turn.ts,
-                    role=turn.role,
-                    block_type=block.block_type,
-                    tool_name=block.tool_name,
-                    block_idx=block_idx,
-                    split_idx=split_idx,
-                    char_start=start,
-                    tier=TIER_OF_BLOCK.get(block.block_type, 1),
-                    workdir=session.workdir,
-                    cwd=session.cwd,
-                    repo=session.repo,
-                    branch=session.branch,
-                    source_path=session.source_path,
-                    parent_session_id=session.parent_session_id,
-                    is_subagent=session.is_subagent,
-                )
+    selected = [
+        (turn, block_idx, block)
+        for turn in session.turns
+        for block_idx, block in enumerate(turn.blocks)
+        if include_thinking or block.block_type != "thinking"
+    ]
+    # One scan over the session's blocks; only blocks with findings are redacted one by one.
+    redactions = redact_many([elide_data_uris(cap_block(block.text)) for _, _, block in selected])
+    for (turn, block_idx, block), redaction in zip(selected, redactions, strict=True):
+        report.blocks += 1
+        report.redactions.update(redaction.findings)
+        if redaction.text is None:
+            report.dropped_blocks += 1
+            continue
+        for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
+            report.chunks += 1
+            yield Chunk(
+                id=chunk_id(session.session_id, turn.turn_uuid, block_idx, split_idx),
+                text=piece,
+                harness=session.harness,
+                session_id=session.session_id,
+                turn_uuid=turn.turn_uuid,
+                parent_uuid=turn.parent_uuid,
+                seq=turn.seq,
+                ts=turn.ts,
+                role=turn.role,
+                block_type=block.block_type,
+                tool_name=block.tool_name,
+                block_idx=block_idx,
+                split_idx=split_idx,
+                char_start=start,
+                tier=TIER_OF_BLOCK.get(block.block_type, 1),
+                workdir=session.workdir,
+                cwd=session.cwd,
+                repo=session.repo,
+                branch=session.branch,
+                source_path=session.source_path,
+                parent_session_id=session.parent_session_id,
+                is_subagent=session.is_subagent,
+            )
