@@ -1,0 +1,304 @@
+"""Optional cross-encoder reranking of recall candidates.
+
+The model is named by ``FUNES_RERANKER`` (default ``cross-encoder/ms-marco-MiniLM-L6-v2``;
+a local folder also works; ``none`` turns reranking off).  It is found, in order:
+the folder itself, the standard Hugging Face cache (offline), and, when the Hub can
+be reached, a one-time fetch into that cache.  A failed fetch is remembered for a
+day under ``$FUNES_HOME/state`` so recall does not wait on the network every call.
+When no model can be had, :func:`load_reranker` returns no reranker and a one-line
+reason; recall then keeps its fused ranking and reports the reason.
+
+Scoring runs on onnxruntime with int8 dynamic quantisation (per-channel, MatMul
+only) of an ONNX export made here on first use and cached by the weights' sha256.
+Measured on the project's 2-core CPU with a MiniLM-L6 cross-encoder over 30
+(query, transcript chunk) pairs (benchmarks/rerank_latency.py): int8 ORT is the one
+backend within the 1 s goal that needs neither torch at run time (importing
+sentence-transformers alone takes ~4.5 s) nor BF16 hardware; fp32 ORT or torch take
+1.3–2.5 s.  Reranking only orders ~30 candidates, which int8 keeps (see the
+benchmark's rank agreement), so ``precision="fp32"`` is there for exact scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from funes.config import models_dir, state_dir
+from funes.embedding import cpu_session, export_onnx, file_sha256, quiet_model_loading, run_length_sorted, write_atomically
+
+DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
+PRECISIONS = ("int8", "fp32")
+# Length-sorted batches of 16 were fastest for 30 pairs of ~300 tokens on 2 cores
+# (fewer, wider matrix products than 4–8; less padding than 32).
+BATCH_SIZE = 16
+# Bounds the Hub reachability probe; the download proper then has the Hub client's
+# own per-request timeouts.
+FETCH_TIMEOUT_S = 5.0
+FETCH_RETRY_AFTER_S = 24 * 3600
+# Files a cross-encoder needs from a Hub repo; skips the ONNX/OpenVINO variants many
+# reranker repos also carry (hundreds of MB).
+HUB_FILES = ["*.json", "*.txt", "*.model", "model.safetensors"]
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+class RerankerUnavailable(Exception):
+    """Why no reranker could be loaded; ``str()`` is the one-line reason."""
+
+
+class RerankerLoad(NamedTuple):
+    reranker: Reranker | None
+    reason: str | None  # set exactly when reranker is None
+
+
+@dataclass(frozen=True)
+class CachedExport:
+    """The files derived from one cross-encoder's weights."""
+
+    folder: Path
+
+    @classmethod
+    def for_weights(cls, weights: Path) -> CachedExport:
+        return cls(models_dir() / "rerankers" / file_sha256(weights))
+
+    def model(self, precision: str) -> Path:
+        return self.folder / ("model.onnx" if precision == "fp32" else f"model.{precision}.onnx")
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.folder / "tokenizer.json"
+
+    @property
+    def settings(self) -> Path:
+        return self.folder / "reranker.json"
+
+
+class Reranker:
+    """Scores (query, passage) pairs with a cross-encoder; higher is more relevant."""
+
+    def __init__(self, model_id: str, export: CachedExport, precision: str, batch_size: int = BATCH_SIZE):
+        from tokenizers import Tokenizer
+
+        self.model_id = model_id  # as configured: a Hub id or a folder
+        self.precision = precision
+        self.batch_size = batch_size
+        self._session = cpu_session(export.model(precision))
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        settings = json.loads(export.settings.read_text())
+        self.max_length = int(settings["max_length"])
+        self._tokenizer = Tokenizer.from_file(str(export.tokenizer))
+        self._tokenizer.no_padding()  # run_length_sorted pads each batch to its own longest pair
+        self._tokenizer.enable_truncation(self.max_length, strategy="longest_first")
+
+    def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        inputs = {name: array for name, array in feed.items() if name in self._input_names}
+        (logits,) = self._session.run(["logits"], inputs)
+        return logits[:, 0].astype(np.float32, copy=False)
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """One raw relevance logit per passage, float32, in passage order."""
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self._tokenizer.encode_batch([(query, passage) for passage in passages])
+        return run_length_sorted(encodings, self.batch_size, self._run)
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[int]:
+        """Indices of ``passages``, most relevant first (ties keep input order)."""
+        return np.argsort(-self.score(query, passages), kind="stable").tolist()
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _weights_in(folder: Path) -> Path | None:
+    return next((folder / name for name in WEIGHT_FILES if (folder / name).is_file()), None)
+
+
+def _quantise(source: Path, target: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    # quantize_dynamic logs a pre-processing hint on the root logger at WARNING.
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(source, temp, per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+        os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    finally:
+        logging.disable(logging.NOTSET)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+
+
+def export_reranker(folder: Path, export: CachedExport, precision: str) -> None:
+    """Derive the cached files for ``precision`` from the cross-encoder in ``folder``.
+
+    The model file is written last, so its presence means the export is complete.
+    """
+    fp32 = export.model("fp32")
+    if not fp32.is_file():
+        with quiet_model_loading():
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(folder), local_files_only=True)
+        if model.config.num_labels != 1:
+            raise RerankerUnavailable(
+                f"{folder} has {model.config.num_labels} output labels; a reranker gives one relevance score"
+            )
+        if not tokenizer.is_fast:
+            raise RerankerUnavailable(f"{folder} has no fast (tokenizers) tokenizer")
+        # A tokenizer without a real limit reports a huge sentinel; positions cap it.
+        max_length = min(int(tokenizer.model_max_length), int(model.config.max_position_embeddings))
+        write_atomically(export.tokenizer, tokenizer.backend_tokenizer.to_str().encode())
+        write_atomically(export.settings, json.dumps({"max_length": max_length, "source": str(folder)}).encode())
+        input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+        export_onnx(model.eval(), input_names, "logits", {0: "batch"}, fp32)
+    if precision == "int8" and not export.model("int8").is_file():
+        _quantise(fp32, export.model("int8"))
+
+
+def reranker_from_folder(folder: Path, *, model_id: str, precision: str) -> Reranker:
+    weights = _weights_in(folder)
+    if weights is None:
+        raise RerankerUnavailable(f"{folder} holds no model weights ({' or '.join(WEIGHT_FILES)})")
+    export = CachedExport.for_weights(weights)
+    if not export.model(precision).is_file():
+        export_reranker(folder, export, precision)
+    return Reranker(model_id, export, precision)
+
+
+# --------------------------------------------------------------------------- locating
+
+
+def _one_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
+
+
+def _fetch_failures_file() -> Path:
+    return state_dir() / "reranker-fetch-failures.json"
+
+
+def _fetch_failures() -> dict[str, dict[str, Any]]:
+    try:
+        failures = json.loads(_fetch_failures_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return failures if isinstance(failures, dict) else {}
+
+
+def _record_fetch(repo_id: str, error: Exception | None) -> None:
+    failures = _fetch_failures()
+    if error is None:
+        if failures.pop(repo_id, None) is None:
+            return
+    else:
+        failures[repo_id] = {"failed_at": time.time(), "error": _one_line(error)}
+    with contextlib.suppress(OSError):  # a read-only state dir only costs a retry next time
+        write_atomically(_fetch_failures_file(), json.dumps(failures, indent=1).encode())
+
+
+def _has_model(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and _weights_in(folder) is not None
+
+
+def _hub_offline(client_offline: bool) -> bool:
+    """The Hub client's offline flag, or the variables it reads only at import time
+    (so a variable set later in the process, e.g. by a test, still counts)."""
+    variables = (os.environ.get(n, "").strip().lower() for n in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return client_offline or any(v in {"1", "true", "yes", "on"} for v in variables)
+
+
+def _from_hub(repo_id: str) -> Path:
+    from huggingface_hub import HfApi, constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        cached = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, local_files_only=True))
+        if _has_model(cached):
+            return cached
+    except LocalEntryNotFoundError:
+        pass
+    if _hub_offline(constants.HF_HUB_OFFLINE):
+        raise RerankerUnavailable(f"reranker {repo_id} is not in the Hugging Face cache and HF_HUB_OFFLINE is set")
+    failure = _fetch_failures().get(repo_id)
+    if failure and time.time() - failure.get("failed_at", 0) < FETCH_RETRY_AFTER_S:
+        hours = (time.time() - failure["failed_at"]) / 3600
+        raise RerankerUnavailable(
+            f"reranker {repo_id} is not in the Hugging Face cache and fetching it failed {hours:.1f} h ago"
+            f" ({failure.get('error', '?')}); next try after 24 h, or delete {_fetch_failures_file()}"
+        )
+    try:
+        # A bounded probe first: the client sets no timeout of its own on this call,
+        # and its file downloads retry with back-off for ~25 s before giving up.
+        HfApi().model_info(repo_id, timeout=FETCH_TIMEOUT_S)
+        # By branch, not by the probe's commit: only then does the cache record
+        # refs/main, which the offline lookup above needs next time.
+        fetched = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=FETCH_TIMEOUT_S))
+    except Exception as exc:  # unreachable, unknown repo, refused, timed out: all mean "not now"
+        _record_fetch(repo_id, exc)
+        raise RerankerUnavailable(
+            f"reranker {repo_id} is not in the Hugging Face cache and the Hub could not provide it"
+            f" ({type(exc).__name__}); not retrying for 24 h"
+        ) from exc
+    _record_fetch(repo_id, None)
+    if not _has_model(fetched):
+        raise RerankerUnavailable(f"Hub repo {repo_id} has no config.json with {' or '.join(WEIGHT_FILES)}")
+    return fetched
+
+
+def locate_model(name: str) -> Path:
+    """The folder holding cross-encoder ``name`` (a folder path or a Hub model id)."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    if path.is_absolute() or name.startswith((".", "~")):
+        raise RerankerUnavailable(f"reranker folder {name} does not exist")
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError as exc:
+        raise RerankerUnavailable(f"reranker {name!r} is neither a folder nor a Hugging Face model id") from exc
+    return _from_hub(name)
+
+
+def _is_off(name: str) -> bool:
+    return name.strip().lower() == "none"
+
+
+def configured_model() -> str | None:
+    """The reranker named by ``FUNES_RERANKER`` (default model), or None when ``none``."""
+    name = os.environ.get("FUNES_RERANKER", "").strip() or DEFAULT_RERANKER
+    return None if _is_off(name) else name
+
+
+def load_reranker(model: str | None = None, *, precision: str = "int8") -> RerankerLoad:
+    """Load ``model`` (default: :func:`configured_model`) for scoring.
+
+    Never raises because a model is missing, unreachable or unusable: the result
+    then carries ``reranker=None`` and a one-line ``reason`` for ``status``/``--json``.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    name = model or configured_model()
+    if name is None or _is_off(name):
+        return RerankerLoad(None, "reranking is off (FUNES_RERANKER=none)")
+    try:
+        folder = locate_model(name)
+        return RerankerLoad(reranker_from_folder(folder, model_id=name, precision=precision), None)
+    except RerankerUnavailable as exc:
+        return RerankerLoad(None, str(exc))
+    except Exception as exc:  # a damaged or unsupported model must not break recall
+        return RerankerLoad(None, f"reranker {name} could not be loaded: {_one_line(exc)}")
