@@ -10,7 +10,7 @@ import pytest
 import funes.traces as traces
 from funes.errors import UsageError
 from funes.traces import claude, codex, hermes, pi
-from trace_helpers import build_hermes_db, copy_fixture
+from trace_helpers import REAL, build_hermes_db, copy_fixture
 
 CLAUDE_SID = "06ec42c3-2184-40c5-b0ee-98c3235b4c4c"
 CODEX_SID = "019ef2fb-6574-7f83-bd99-9118713271f2"
@@ -119,6 +119,10 @@ def test_detection_by_content(tmp_path):
     pi_file = copy_fixture("pi_session.jsonl", tmp_path / "c")
     assert [traces.detect_harness(p) for p in (claude_file, codex_file, pi_file)] == ["claude_code", "codex", "pi"]
     assert traces.detect_harness(tmp_path / "c") == "pi"
+    garbage = tmp_path / "d" / "x.jsonl"
+    garbage.parent.mkdir()
+    garbage.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n" + (REAL / "pi_session.jsonl").read_bytes())
+    assert traces.detect_harness(garbage) == "pi"  # the undecodable first line is passed over
     [unit] = traces.discover(codex_file)
     assert unit.key == f"codex--{CODEX_SID}"
 

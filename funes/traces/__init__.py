@@ -83,7 +83,7 @@ def _sniff_jsonl(path: Path) -> str:
                     break
                 try:
                     record = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # garbage, or nesting deeper than the decoder goes
                     continue
                 if isinstance(record, dict):
                     kind = record.get("type")
