@@ -2,6 +2,8 @@
 
 # No `from __future__ import annotations`: Dagster reads these annotations at
 # definition time to inject context, config and resources.
+import warnings
+
 import dagster as dg
 
 from funes.chunking import Chunk, ChunkReport, chunk_session
@@ -13,6 +15,8 @@ from funes.pipelines.resources import MemoryResource
 from funes.traces import parse_unit, units_for_keys
 
 # One run covers a whole backfill's partitions (per-run start-up dominates small runs).
+# backfill_policy is marked beta; tests/test_pipelines.py pins the behaviour we use.
+warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", category=dg.BetaWarning)
 SINGLE_RUN = dg.BackfillPolicy.single_run()
 
 

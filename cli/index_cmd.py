@@ -40,13 +40,14 @@ def index_command(
     location = location_for(memory)
     started = time.monotonic()
     bars = ProgressBars()
+    discovery_errors: list[str] = []
     with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim, allow_other_model=rebuild) as writer:
         if rebuild:
             moved = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim)
             note(f"kept {moved} chunks; their vectors will be recomputed with {IDENTITY.model_id}")
             units = []
         else:
-            units = discover(path.expanduser() if path else None, harness)
+            units = discover(path.expanduser() if path else None, harness, errors=discovery_errors)
             if limit is not None:
                 units = writer.coverage.changed(units)[:limit]
         with bars.shown():
@@ -66,6 +67,7 @@ def index_command(
                     report.embedded += indexing.embed_backlog(writer, embedder or load_embedder(), progress=bars)
                 pending = writer.pending_count()
         report.pending = pending
+        report.errors[:0] = discovery_errors
     for warning in report.warnings[:20]:
         note(f"warning: {warning}")
     if len(report.warnings) > 20:

@@ -24,7 +24,7 @@ MAX_RUNS_PER_TICK = 25
 def _changed_units(memory: MemoryResource, seen: dict[str, str]) -> tuple[list[SourceUnit], list[SourceUnit]]:
     """(all units found, those to index now): new or grown since the memory indexed
     them and not already requested at this signature."""
-    units = discover()
+    units = discover(errors=[])  # an unreadable home is retried on the next tick
     coverage = Coverage(memory.location().coverage_path)
     try:
         coverage.register(units)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from funes.pipelines.partitions import session_partitions
 
 # The per-session chain, materialised together: its intermediate values (turns,
 # chunks, vectors) live in the run's memory.
@@ -13,7 +12,6 @@ INDEX_CHAIN = ["session_turns", "redacted_chunks", "chunk_embeddings", "memory_c
 index_sessions = dg.define_asset_job(
     "index_sessions",
     selection=dg.AssetSelection.assets(*INDEX_CHAIN),
-    partitions_def=session_partitions,
     executor_def=dg.in_process_executor,
     description="Index sessions: parse, redact, embed and store their chunks.",
 )

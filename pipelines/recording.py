@@ -68,7 +68,7 @@ def record(memory_uri: str, keys: Sequence[str], origin: str) -> bool:
         instance.add_dynamic_partitions(session_partitions.name, missing)
     ordered = instance.get_dynamic_partitions(session_partitions.name)
     start, end = partition_range(ordered, keys)
-    job = defs.get_job_def("index_sessions")
+    job = defs.resolve_job_def("index_sessions")
     result = job.execute_in_process(
         instance=instance,
         run_config={"resources": {"memory": {"config": {"memory": memory_uri}}}},

@@ -22,10 +22,11 @@ REAL = FIXTURES / "real"
 
 
 @pytest.fixture(scope="session")
-def shared_cache(request):
+def shared_cache(request, tmp_path_factory):
     """Kept in pytest's cache folder so the ONNX export and compiled rules survive
     between runs (CI starts clean and builds them once)."""
-    folder = request.config.cache.mkdir("funes-cache")
+    cache = getattr(request.config, "cache", None)
+    folder = cache.mkdir("funes-cache") if cache is not None else tmp_path_factory.mktemp("funes-cache")
     folder.chmod(0o700)  # kingfisher ignores rule caches others could write to
     return folder
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 
-from funes.errors import UsageError
+from funes.errors import TraceReadError, UsageError
 from funes.traces.model import (
     BLOCK_TYPES,
     HARNESSES,
@@ -127,11 +127,14 @@ def detect_harness(path: Path) -> str:
     return "claude_code"
 
 
-def discover(path: Path | None = None, harness: str | None = None) -> list[SourceUnit]:
+def discover(path: Path | None = None, harness: str | None = None,
+             errors: list[str] | None = None) -> list[SourceUnit]:
     """The units to index, newest first, subagent transcripts after main sessions.
 
-    No path: every agent home found on this machine (or only ``harness``'s).  A path:
-    the units under it, parsed as ``harness`` or as detected.
+    No path: every agent home found on this machine (or only ``harness``'s); a home
+    that cannot be read (a locked Hermes database, say) is reported in ``errors``
+    and the sweep goes on with the others.  A path: the units under it, parsed as
+    ``harness`` or as detected.
     """
     units: list[SourceUnit] = []
     if path is None:
@@ -141,8 +144,14 @@ def discover(path: Path | None = None, harness: str | None = None) -> list[Sourc
         for name in names:
             module = harness_module(name)
             for root in module.default_roots():
-                if root.exists():
+                if not root.exists():
+                    continue
+                try:
                     units.extend(module.discover(root))
+                except TraceReadError as exc:
+                    if errors is None:
+                        raise
+                    errors.append(str(exc))
     else:
         path = path.expanduser().absolute()
         if not path.exists():
