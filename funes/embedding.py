@@ -306,7 +306,7 @@ def resolve_device(requested: str | None = None, *, for_queries: bool = False) -
             return "cpu"
         return "cuda" if cuda_available() else "cpu"
     if choice == "cuda" and not cuda_available():
-        raise FunesError("device cuda was requested (FUNES_DEVICE) but torch sees no CUDA device")
+        raise FunesError("device cuda was requested (argument or FUNES_DEVICE) but torch sees no CUDA device")
     return choice
 
 

@@ -1,0 +1,162 @@
+"""CPU embedding figures for funes' production embedder (onnxruntime fp32).
+
+Prints, as JSON lines:
+  * throughput (chunks/s) for real transcript chunks of 500, 800 and 1,200 characters;
+  * cold start of a process that only embeds one query (interpreter start included);
+  * token counts of real transcript chunks per split size, i.e. how much of each
+    chunk the 256-token window sees, to choose the chunk split size;
+  * whether int8 dynamic quantisation (per-channel, MatMul only) is worth offering:
+    its speed and its fidelity to the fp32 vectors.
+
+Usage: python benchmarks/embed_cpu.py [--chunks 256] [--skip-int8]
+Uses $FUNES_HOME (default ~/.funes) for the ONNX export; run with a scratch
+FUNES_HOME to leave a real one alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus  # noqa: E402
+
+from funes.embedding import MAX_TOKENS, OnnxEmbedder, onnx_path  # noqa: E402
+
+SIZES = (500, 800, 1200)
+SPLIT_SIZES = (400, 500, 600, 700, 800, 900, 1000, 1200)
+
+
+def emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def throughput(embedder: OnnxEmbedder, texts: list[str], repeats: int = 2) -> float:
+    embedder.embed(texts[:32])  # warm-up: first runs allocate ORT's arenas
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        embedder.embed(texts)
+        best = min(best, time.perf_counter() - start)
+    return len(texts) / best
+
+
+def cold_start(repeats: int = 5) -> dict:
+    script = (
+        "import time; t0 = time.perf_counter()\n"
+        "from funes.embedding import load_embedder\n"
+        "e = load_embedder(for_queries=True); t1 = time.perf_counter()\n"
+        "e.embed(['how did we fix the flaky lance test?']); t2 = time.perf_counter()\n"
+        "import sys; print(t1 - t0, t2 - t1, 'torch' in sys.modules)\n"
+    )
+    walls, loads, queries = [], [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parent.parent)
+        walls.append(time.perf_counter() - start)
+        load, query, torch_imported = out.stdout.split()
+        loads.append(float(load))
+        queries.append(float(query))
+        assert torch_imported == "False", "the query path imported torch"
+    return {
+        "figure": "cold_start_query_process",
+        "process_wall_s_best": round(min(walls), 3),
+        "process_wall_s_median": round(float(np.median(walls)), 3),
+        "import_and_load_s_median": round(float(np.median(loads)), 3),
+        "first_query_s_median": round(float(np.median(queries)), 4),
+    }
+
+
+def token_distribution(embedder: OnnxEmbedder) -> list[dict]:
+    texts = corpus.real_texts()
+    counts = embedder.token_counts(texts)
+    ratios = np.array([len(t) / c for t, c in zip(texts, counts, strict=True) if len(t) >= 200])
+    records = [{
+        "figure": "chars_per_token",
+        "texts": len(ratios),
+        "p10": round(float(np.percentile(ratios, 10)), 2),
+        "p50": round(float(np.percentile(ratios, 50)), 2),
+        "p90": round(float(np.percentile(ratios, 90)), 2),
+    }]
+    for size in SPLIT_SIZES:
+        pieces = [piece for text in texts for piece in corpus.split(text, size)]
+        tokens = np.array(embedder.token_counts(pieces))
+        full = np.array([len(p) == size for p in pieces])
+        records.append({
+            "figure": "tokens_per_chunk",
+            "split_chars": size,
+            "chunks": len(pieces),
+            "fit_256_all": round(float((tokens <= MAX_TOKENS).mean()), 3),
+            "full_size_chunks": int(full.sum()),
+            "fit_256_full_size": round(float((tokens[full] <= MAX_TOKENS).mean()), 3),
+            "tokens_full_size_p50_p90_p95_max": [int(np.percentile(tokens[full], q)) for q in (50, 90, 95, 100)],
+        })
+    return records
+
+
+def quantised_copy(model: Path, folder: Path) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = folder / "model.int8.onnx"
+    quantize_dynamic(model, target, per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+    return target
+
+
+def neighbour_overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
+    def top(vectors: np.ndarray) -> np.ndarray:
+        sims = vectors @ vectors.T
+        np.fill_diagonal(sims, -np.inf)
+        return np.argsort(-sims, axis=1)[:, :k]
+
+    ta, tb = top(a), top(b)
+    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(ta, tb, strict=True)]))
+
+
+def int8_figures(fp32: OnnxEmbedder, chunks: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        int8 = OnnxEmbedder(model_file=quantised_copy(onnx_path(), Path(scratch)))
+        reference, quantised = fp32.embed(chunks), int8.embed(chunks)
+        cos = (reference * quantised).sum(axis=1)
+        sample = chunks[:256]
+        return {
+            "figure": "int8_dynamic_per_channel_matmul",
+            "chunks": len(chunks),
+            "chunks_per_s_fp32": round(throughput(fp32, sample), 1),
+            "chunks_per_s_int8": round(throughput(int8, sample), 1),
+            "cos_mean": round(float(cos.mean()), 5),
+            "cos_min": round(float(cos.min()), 5),
+            "top10_neighbour_overlap": round(neighbour_overlap(reference, quantised), 3),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=256, help="chunks per throughput measurement")
+    parser.add_argument("--skip-int8", action="store_true")
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    embedder = OnnxEmbedder()
+    emit({"figure": "load_s", "value": round(time.perf_counter() - start, 3), "threads": "cores"})
+    for size in SIZES:
+        emit({"figure": "throughput", "chunk_chars": size, "chunks": args.chunks,
+              "chunks_per_s": round(throughput(embedder, corpus.chunks_of_size(size, args.chunks)), 1)})
+    emit(cold_start())
+    for record in token_distribution(embedder):
+        emit(record)
+    if not args.skip_int8:
+        emit(int8_figures(embedder, corpus.chunks_of_size(800, 1000, seed=1)))
+
+
+if __name__ == "__main__":
+    main()
