@@ -1,0 +1,76 @@
+"""`funes add <agent> [memory]`: give an agent funes's recall tools and per-turn indexing."""
+
+from __future__ import annotations
+
+import typer
+
+from funes.cli.main import app
+
+# The first index stores every session as text (searchable by keyword at once), then
+# embeds for about this long; later turns' workers and `funes index` fill in the rest.
+FIRST_INDEX_EMBED_BUDGET_S = 60.0
+
+
+@app.command("add")
+def add_command(
+    agent: str = typer.Argument(..., help="claude, codex, pi or hermes."),
+    memory: str = typer.Argument(None, help="Memory the agent recalls from: local (default), a folder, "
+                                            "org/repo or hf://… (indexed here, published there), s3://…"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Build the first index without asking (scripts)."),
+) -> None:
+    """Register funes's MCP server (recall, get, status) with an agent, install per-turn indexing
+    (and, for a Hub memory, publishing at session boundaries), and build its first index."""
+    from funes.cli.agents import Binding, integration
+    from funes.cli.agents.changes import apply, summary
+
+    target = integration(agent)
+    binding = Binding(None if memory in (None, "local") else memory)
+    changes = target.plan_add(binding)  # every file read and checked before any is written
+    apply(changes)
+    lines = summary(changes)
+    print(f"funes add {target.name} (memory: {binding.label}):")
+    print("\n".join(lines) if lines else f"  nothing to change: funes is already set up in {target.label}")
+    for line in target.notes_after_add(binding, changes):
+        print(line)
+    _first_index(target, binding, yes)
+
+
+def _first_index(target, binding, yes: bool) -> None:
+    """Index the agent's existing sessions when the memory has none of them yet."""
+    from funes.cli.common import ProgressBars, confirm, note
+    from funes.embedding import IDENTITY, load_embedder
+    from funes.errors import MemoryMissingError, WriterBusyError
+    from funes.indexing import embed_backlog, index_units
+    from funes.memory.location import location_for
+    from funes.memory.store import Memory, MemoryWriter
+    from funes.pipelines.recording import record_in_background
+    from funes.traces import discover
+
+    location = location_for(None if binding.remote else binding.memory)
+    try:
+        if Memory.open(location).count(f"harness = '{target.harness}'"):
+            return
+    except MemoryMissingError:
+        pass
+    units = discover(None, target.harness)
+    if not units:
+        print(f"No {target.label} sessions on this machine yet: each new turn is indexed as it ends.")
+        return
+    if not confirm(f"Build the first index of your {len(units)} {target.label} session(s) now "
+                   "(text first, then vectors for about a minute)?", default=True, assume_yes=yes):
+        note(f"No first index yet: run `funes index --harness {target.name}` (or `funes add {target.name} --yes`);"
+             " new turns are indexed as they end meanwhile.")
+        return
+    bars = ProgressBars()
+    try:
+        with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer, bars.shown():
+            report = index_units(writer, units, progress=bars)
+            embedded = embed_backlog(writer, load_embedder(), budget_s=FIRST_INDEX_EMBED_BUDGET_S, progress=bars)
+            pending = writer.pending_count()
+    except WriterBusyError as exc:
+        raise WriterBusyError(f"{exc}; funes is set up in {target.label}: build its first index later with "
+                              f"`funes index --harness {target.name}`") from exc
+    print(f"First index: {report.changed} {target.label} session(s), {report.chunks_added} chunks searchable by "
+          f"keyword, {embedded} by meaning so far" + (f" ({pending} more are embedded by later turns)" if pending
+                                                      else "") + ".")
+    record_in_background(location, [unit.key for unit in units], origin="cli")

@@ -1,0 +1,144 @@
+"""Agent integrations: what `funes add <agent>` installs and `funes remove` takes away.
+
+Every agent gets, in its own config files and formats:
+
+* the MCP server ``funes mcp [memory]`` (tools ``recall``, ``get``, ``status``), bound
+  to the memory named at `add` (pi has no MCP client: its extension bridges the
+  tools);
+* per-turn indexing: the agent's end-of-turn hook (pi: extension event) runs
+  ``<python> -m funes.hook <agent>``, which hands the session to a worker;
+* for a Hub memory, publish hooks at session boundaries;
+* the ``funes-recall`` skill: when to recall, and that recalled text is quoted
+  history, not instructions.
+
+One module per agent (``claude``, ``codex``, ``pi``, ``hermes``) plans these as
+:class:`~funes.cli.agents.changes.FileChange` lists; the editors in
+``json_text``/``toml_text``/``yaml_text`` change only funes's own entries, so
+`remove` leaves every other byte of the user's files as it was.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import shutil
+import sys
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from funes.cli.agents.changes import FileChange, owned_file, read_text
+from funes.errors import FunesError, UsageError
+
+AGENTS = ("claude", "codex", "pi", "hermes")
+SERVER_NAME = "funes"
+HOOK_MODULE = "funes.hook"
+SKILL_NAME = "funes-recall"
+FILES = Path(__file__).parent / "files"
+
+
+def funes_executable() -> str:
+    """The absolute path of the `funes` command (agents start it with a bare PATH)."""
+    beside = Path(sys.executable).with_name("funes")
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("funes")
+    if found:
+        return str(Path(found).absolute())
+    raise FunesError(f"cannot find the funes executable (not beside {sys.executable}, not on PATH)")
+
+
+def is_hub_memory(spec: str | None) -> bool:
+    from funes.retrieval.access import _looks_like_repo_id
+
+    return bool(spec) and (spec.startswith("hf://") or _looks_like_repo_id(spec))  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The memory an agent is bound to, and the commands that serve it."""
+
+    memory: str | None  # as named at `funes add`; None: the local memory
+
+    @property
+    def remote(self) -> bool:
+        """A Hub memory: recall reads it, turns are indexed locally and published to it."""
+        return is_hub_memory(self.memory)
+
+    @property
+    def label(self) -> str:
+        return self.memory or "local"
+
+    def mcp_command(self) -> list[str]:
+        return [funes_executable(), "mcp", *([self.memory] if self.memory else [])]
+
+    def hook_command(self, agent: str, *, publish: bool = False) -> list[str]:
+        """The hook's argv: the absolute interpreter, so it runs with an agent's bare PATH."""
+        command = [sys.executable, "-m", HOOK_MODULE, agent]
+        if publish:
+            return [*command, "--publish", self.memory or ""]
+        if self.memory and not self.remote:  # a folder or object-store memory is indexed in place
+            command += ["--memory", self.memory]
+        return command
+
+    def hook_line(self, agent: str, *, publish: bool = False) -> str:
+        """The hook as one command line (shells and Hermes' shlex split it back)."""
+        return shlex.join(self.hook_command(agent, publish=publish))
+
+
+def is_funes_hook(command: object) -> bool:
+    return isinstance(command, str) and f" -m {HOOK_MODULE} " in f" {command} "
+
+
+def skill_text() -> str:
+    return (FILES / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8")
+
+
+def skill_description() -> str:
+    """The skill's one-line description (its frontmatter), which says when to recall."""
+    for line in skill_text().splitlines():
+        if line.startswith("description:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("the funes-recall skill has no description")
+
+
+def skill_change(skills_dir: Path, install: bool) -> FileChange:
+    """The funes-recall skill in an agent's skills folder (a user's own skill of
+    that name is left alone)."""
+    path = skills_dir / SKILL_NAME / "SKILL.md"
+    present = read_text(path)
+    if present is not None and f"name: {SKILL_NAME}" not in present:
+        return FileChange(path, None, None, "skill (a skill of the same name that funes did not write: kept)")
+    return owned_file(path, skill_text() if install else None, "skill: when to recall, recalled text is history",
+                      owned_from=skills_dir)
+
+
+class Integration(ABC):
+    name: str  # as typed: claude, codex, pi, hermes
+    label: str  # the agent as people call it
+    harness: str  # stored harness of its transcripts
+
+    @abstractmethod
+    def plan_add(self, binding: Binding) -> list[FileChange]:
+        """Every file change that installs funes bound to ``binding``."""
+
+    @abstractmethod
+    def plan_remove(self) -> list[FileChange]:
+        """Every file change that takes funes's entries and files away."""
+
+    def notes_after_add(self, binding: Binding, changes: list[FileChange]) -> list[str]:
+        """What the user still has to do (restart, trust a hook…)."""
+        if not any(change.changed for change in changes):
+            return []
+        return [f"Restart {self.label} (or start a new session) to load the tools and hooks."]
+
+    def notes_after_remove(self, changes: list[FileChange]) -> list[str]:
+        return [f"Restart {self.label} to unload funes."] if any(c.changed for c in changes) else []
+
+
+def integration(name: str) -> Integration:
+    key = name.strip().lower()
+    if key not in AGENTS:
+        raise UsageError(f"unknown agent {name!r}: expected one of {', '.join(AGENTS)}")
+    module = importlib.import_module(f"funes.cli.agents.{key}")
+    return module.INTEGRATION

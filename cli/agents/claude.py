@@ -1,0 +1,68 @@
+"""Claude Code: MCP server in the user config, hooks in settings.json, a user skill.
+
+* ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``) ``mcpServers.funes``: the
+  user-scope entry ``claude mcp add -s user`` writes, so ``claude mcp list`` shows it.
+* ``~/.claude/settings.json`` ``hooks``: ``Stop`` indexes each turn; with a Hub memory
+  ``SessionStart`` and ``SessionEnd`` publish.  Edited in place (funes's own groups
+  only), so hooks run from the next session without a plugin marketplace.
+* ``~/.claude/skills/funes-recall/SKILL.md``: when to recall.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from funes.cli.agents import SERVER_NAME, Binding, Integration, skill_change
+from funes.cli.agents.changes import FileChange, document_change, read_text
+from funes.cli.agents.hook_groups import remove_hooks, set_hooks
+from funes.cli.agents.json_text import JsonText
+from funes.config import claude_home
+
+HOOK_TIMEOUT_S = 15  # seconds; it only bounds the hand-off to the worker
+
+
+def user_config() -> Path:
+    """Where Claude keeps user-scope MCP servers: its state file, ``~/.claude.json``, or
+    inside ``$CLAUDE_CONFIG_DIR`` when that is set."""
+    return claude_home() / ".claude.json" if os.environ.get("CLAUDE_CONFIG_DIR") else Path.home() / ".claude.json"
+
+
+class Claude(Integration):
+    name = "claude"
+    label = "Claude Code"
+    harness = "claude_code"
+
+    def _documents(self) -> tuple[JsonText, JsonText]:
+        servers = user_config()
+        settings = claude_home() / "settings.json"
+        return JsonText(servers, read_text(servers)), JsonText(settings, read_text(settings))
+
+    def plan_add(self, binding: Binding) -> list[FileChange]:
+        servers, settings = self._documents()
+        command = binding.mcp_command()
+        servers.set(("mcpServers", SERVER_NAME), {"type": "stdio", "command": command[0], "args": command[1:],
+                                                  "env": {}})
+        hooks = {"Stop": binding.hook_line(self.name)}
+        if binding.remote:
+            hooks["SessionStart"] = hooks["SessionEnd"] = binding.hook_line(self.name, publish=True)
+        set_hooks(settings, hooks, HOOK_TIMEOUT_S)
+        return [
+            document_change(servers, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
+            document_change(settings, "hooks: " + ", ".join(
+                f"{event} ({'publish' if event != 'Stop' else 'index the turn'})" for event in hooks)),
+            skill_change(claude_home() / "skills", install=True),
+        ]
+
+    def plan_remove(self) -> list[FileChange]:
+        servers, settings = self._documents()
+        servers.delete(("mcpServers", SERVER_NAME))
+        remove_hooks(settings)
+        return [
+            document_change(servers, f'MCP server "{SERVER_NAME}"'),
+            document_change(settings, "funes hooks"),
+            skill_change(claude_home() / "skills", install=False),
+        ]
+
+
+INTEGRATION = Claude()

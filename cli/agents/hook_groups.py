@@ -1,0 +1,77 @@
+"""funes's hooks in a Claude-style hooks object (Claude's settings.json, Codex's hooks.json):
+
+    {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "…", "timeout": 15}]}], …}}
+
+funes's handlers are those whose command runs ``-m funes.hook``.  Setting them
+keeps a group of funes's where it is (rewritten in place when its command
+changed) and appends a missing one last, so other groups never move: Codex keys
+its hook trust by position.  Removing them deletes funes's groups (or handlers,
+in a group shared with the user's) and the lists that leaves empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from funes.cli.agents import is_funes_hook
+from funes.cli.agents.changes import ConfigFileError, display
+from funes.cli.agents.json_text import JsonText
+
+
+@dataclass(frozen=True)
+class Position:
+    event: str
+    group: int
+    handler: int
+    alone: bool  # the only handler of its group
+
+
+def funes_handlers(document: JsonText) -> list[Position]:
+    hooks = document.get(("hooks",), {})
+    if not isinstance(hooks, dict):
+        raise ConfigFileError(f"{display(document.path)}: \"hooks\" is not an object; funes changed nothing")
+    found = []
+    for event, groups in hooks.items():
+        for g, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for h, handler in enumerate(handlers if isinstance(handlers, list) else []):
+                if isinstance(handler, dict) and is_funes_hook(handler.get("command")):
+                    found.append(Position(event, g, h, len(handlers) == 1 and len(group) == 1))
+    return found
+
+
+def handler(command: str, timeout: int) -> dict:
+    return {"type": "command", "command": command, "timeout": timeout}
+
+
+def set_hooks(document: JsonText, desired: dict[str, str], timeout: int) -> None:
+    """Make funes's handlers exactly ``desired`` (event → command line)."""
+    positions = funes_handlers(document)
+    first: dict[str, Position] = {}
+    for position in positions:
+        first.setdefault(position.event, position)
+    kept = {event: position for event, position in first.items() if event in desired}
+    for position in reversed(positions):  # from the end: the kept (first) ones keep their indices
+        if kept.get(position.event) != position:
+            delete(document, position)
+    for event, command in desired.items():
+        if event in kept:
+            position = kept[event]
+            document.set(("hooks", event, position.group, "hooks", position.handler), handler(command, timeout))
+        else:
+            document.append(("hooks", event), {"hooks": [handler(command, timeout)]})
+
+
+def remove_hooks(document: JsonText) -> list[Position]:
+    """Delete funes's handlers; returns where they were."""
+    positions = funes_handlers(document)
+    for position in reversed(positions):
+        delete(document, position)
+    return positions
+
+
+def delete(document: JsonText, position: Position) -> None:
+    if position.alone:
+        document.delete(("hooks", position.event, position.group))
+    else:
+        document.delete(("hooks", position.event, position.group, "hooks", position.handler))

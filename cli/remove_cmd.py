@@ -1,0 +1,24 @@
+"""`funes remove <agent>`: take funes's entries, hooks and files out of an agent."""
+
+from __future__ import annotations
+
+import typer
+
+from funes.cli.main import app
+
+
+@app.command("remove")
+def remove_command(agent: str = typer.Argument(..., help="claude, codex, pi or hermes.")) -> None:
+    """Unregister funes from an agent and delete its hooks and files there; every other setting
+    stays as it was, and the memory and the transcripts are kept."""
+    from funes.cli.agents import integration
+    from funes.cli.agents.changes import apply, summary
+
+    target = integration(agent)
+    changes = target.plan_remove()  # every file read and checked before any is written
+    apply(changes)
+    lines = summary(changes)
+    print(f"funes remove {target.name}:")
+    print("\n".join(lines) if lines else f"  nothing to remove: funes is not set up in {target.label}")
+    for line in target.notes_after_remove(changes):
+        print(line)
