@@ -44,7 +44,10 @@ def run(argv: list[str] | None = None) -> None:
     _register()
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv if argv is not None else sys.argv[1:], prog_name="funes", standalone_mode=False)
+        # Outside standalone mode, click returns an explicit typer.Exit's code instead of raising it.
+        code = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="funes", standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
     except typer.Exit as exc:  # --help, or a command's explicit typer.Exit
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:

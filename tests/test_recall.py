@@ -1,0 +1,176 @@
+"""Recall and get over a memory built from every agent's fixtures, through the CLI
+and in-process."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memory_helpers import LONG_SESSION
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+
+
+def funes(*args, env=None, timeout=120):
+    return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env or os.environ.copy())
+
+
+def recall_json(*args):
+    result = funes("recall", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def recaller(memory_home):
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.search import Recaller
+
+    return Recaller.open(open_memory(None))
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("make a realistic interactive 3D model of the planet", "Build me a photo-realistic, highly interactive 3D digital twin of Earth."),
+    ("why did the test depend on dictionary order", "The test depends on dict ordering; sort the keys."),
+])
+def test_a_paraphrase_brings_the_known_passage_first(memory_home, query, expected):
+    hits = recall_json(query, "-k", "3")
+    assert hits[0]["text"] == expected
+    top = hits[0]
+    for field in ("harness", "session_id", "turn_uuid", "ts", "workdir", "seq", "block_type", "role"):
+        assert top[field] not in (None, ""), field
+    assert set(top["scores"]) >= {"bm25", "dense", "fused", "rerank", "recency", "final"}
+
+
+def test_the_reranker_fallback_is_visible(memory_home):
+    hits = recall_json("flaky test", "-k", "2")
+    assert hits and all(h["reranker"] is None for h in hits)
+    assert "cross-encoder" in hits[0]["reranker_note"] or "reranker" in hits[0]["reranker_note"]
+    status = json.loads(funes("status", "--json").stdout)
+    assert status["reranker"]["available"] is False and status["reranker"]["reason"]
+
+
+def test_each_filter_excludes_what_it_must(recaller):
+    from funes.retrieval.filters import Filters
+
+    query = "test"
+
+    def hits(**filters):
+        return recaller.recall(query, k=20, neighbors=0, filters=Filters.parse(**filters)).hits
+
+    everything = hits()
+    assert {h.harness for h in everything} > {"hermes"}
+    assert {h.harness for h in hits(harness="hermes")} == {"hermes"}
+    assert {h.harness for h in hits(harness="claude")} == {"claude_code"}
+    assert {h.block_type for h in hits(block_type="tool_use")} == {"tool_use"}
+    assert {h.session_id for h in hits(session="s_main")} == {"s_main"}
+    assert all(h.workdir.startswith("-home-dev-proj") for h in hits(workdir="/home/dev/proj"))
+    assert {h.branch for h in hits(branch="main")} == {"main"}
+    assert hits(repo="nobody/nothing") == []
+    dated = hits(since="2026-05-28", until="2026-05-29")
+    assert dated and all("2026-05-28" <= h.ts[:10] <= "2026-05-29" for h in dated)
+    assert hits(since="1d") == []  # the fixtures are older than a day
+
+
+def test_a_repo_filter_matches_the_checkout_remote(memory_home, tmp_path):
+    # A session whose cwd is a git checkout gets its owner/name from the remote.
+    checkout = tmp_path / "work" / "proj"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/rocket.git\n')
+    session = memory_home / ".claude" / "projects" / "-x" / "repo-session.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text(json.dumps({"type": "user", "uuid": "r1", "sessionId": "repo-session", "cwd": str(checkout),
+                                   "gitBranch": "feature/thrust", "timestamp": "2026-07-01T00:00:00Z",
+                                   "message": {"role": "user", "content": "tune the rocket thrust curve"}}) + "\n")
+    assert funes("index", str(session)).returncode == 0
+    hits = recall_json("rocket thrust", "--repo", "acme/rocket", "-k", "5")
+    assert [h["session_id"] for h in hits] == ["repo-session"]
+    assert hits[0]["repo"] == "acme/rocket" and hits[0]["branch"] == "feature/thrust"
+    assert "repo-session" not in {h["session_id"] for h in recall_json("rocket thrust", "--branch", "main")}
+
+
+def test_get_reassembles_a_split_block_byte_for_byte(memory_home):
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+    from funes.traces import discover, parse_unit
+
+    memory = Memory.open(local_memory())
+    split = memory.scan(["turn_uuid", "block_idx"], f"session_id = '{LONG_SESSION}' AND split_idx = 2")
+    turn_uuid = split.column("turn_uuid")[0].as_py()
+    block_idx = split.column("block_idx")[0].as_py()
+    unit = next(u for u in discover() if u.session_id == LONG_SESSION)
+    original = next(t for t in parse_unit(unit).turns if t.turn_uuid == turn_uuid).blocks[block_idx].text
+    result = funes("get", LONG_SESSION, turn_uuid, "--window", "0")
+    assert result.returncode == 0, result.stderr
+    header, _, rest = result.stdout.partition("\n")
+    assert header.endswith(f"turn={turn_uuid}  (requested)")
+    body = rest.rsplit("\n---\n", 1)[0]
+    assert original in body  # the whole block, every split joined exactly once
+    assert result.stdout.rstrip().splitlines()[-1].startswith("turns ")
+
+
+def test_get_window_and_missing_turn(memory_home):
+    result = funes("get", "s_main", "3", "--window", "1")
+    assert result.returncode == 0
+    seqs = [line.split()[2] for line in result.stdout.splitlines() if line.startswith("[") and " seq" in line]
+    assert seqs == ["seq0", "seq1", "seq2"]
+    missing = funes("get", "s_main", "no-such-turn")
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == "funes: turn no-such-turn not found in session s_main"
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["recall", "   "], 2, "the query is empty"),
+    (["recall", "x", "-k", "0"], 2, "-k must be a positive integer"),
+    (["recall", "x", "--type", "prose"], 2, "--type 'prose'"),
+    (["recall", "x", "--harness", "emacs"], 2, "--harness 'emacs'"),
+    (["recall", "x", "--since", "last tuesday"], 2, "--since 'last tuesday'"),
+    (["recall", "x", "--repo", "just-a-name"], 2, "--repo 'just-a-name'"),
+    (["recall", "x", "--memory", "/nonexistent/memory"], 3, "no memory at /nonexistent/memory: run funes index"),
+])
+def test_bad_input_is_a_one_line_error(memory_home, args, code, message):
+    result = funes(*args)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith("funes: ") and message in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_an_empty_or_missing_memory_says_how_to_fix_it(isolated_env):
+    result = funes("recall", "anything")
+    assert result.returncode == 3
+    assert result.stderr.strip() == "funes: no memory at local: run funes index"
+
+
+def test_a_damaged_table_is_a_one_line_error(memory_home):
+    manifests = memory_home / ".funes" / "memory" / "chunks.lance" / "_versions"
+    for manifest in manifests.iterdir():
+        manifest.write_bytes(b"garbage")
+    result = funes("recall", "anything")
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.startswith("funes: memory at local") and result.stderr.count("\n") == 1
+
+
+def test_batch_answers_every_query_from_one_process(memory_home, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in [
+        {"qid": "a", "query": "flaky test", "k": 2},
+        {"qid": "b", "query": "digital twin of Earth"},
+    ]) + "\nnot json\n")
+    result = funes("recall", "--batch", str(queries), "-k", "3")
+    assert result.returncode == 2  # the bad line is reported, the others answered
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["qid"] for line in lines] == ["a", "b"]
+    assert len(lines[0]["hits"]) == 2 and len(lines[1]["hits"]) == 3
+    assert f"{queries}:3: " in result.stderr
+
+
+def test_half_life_turns_recency_into_a_factor(recaller):
+    plain = recaller.recall("test", k=5, neighbors=0)
+    decayed = recaller.recall("test", k=5, neighbors=0, half_life=30)
+    assert all(h.scores["recency"] == 1.0 for h in plain.hits)
+    assert all(h.scores["recency"] < 1.0 for h in decayed.hits)
+    for hit in decayed.hits:  # months-old fixtures: the fused score, decayed
+        assert hit.score == pytest.approx(hit.scores["fused"] * hit.scores["recency"], rel=1e-3)
