@@ -1,0 +1,138 @@
+"""Helpers for the `funes add` / `funes remove` / hook tests.
+
+The agent CLIs come from npm into one prefix, ``$FUNES_TEST_AGENT_CLIS`` (default
+``~/.cache/funes-agent-clis``, resolved at import, before the tests point HOME
+elsewhere).  Tests that need one skip, naming the install command, when it is absent.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+AGENT_CLIS = Path(os.environ.get("FUNES_TEST_AGENT_CLIS") or Path.home() / ".cache" / "funes-agent-clis")
+NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "pi": "@mariozechner/pi-coding-agent"}
+INSTALL = f"npm install --prefix {AGENT_CLIS} {' '.join(NPM_PACKAGES.values())}"
+PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
+
+
+def agent_cli(name: str) -> Path | None:
+    path = AGENT_CLIS / "node_modules" / ".bin" / name
+    return path if path.exists() and shutil.which("node") else None
+
+
+def needs_cli(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(agent_cli(name) is None, reason=f"the {name} CLI is not installed: {INSTALL}")
+
+
+def run_cli(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The agent's own CLI, in this test's HOME."""
+    return subprocess.run([str(agent_cli(name)), *args], capture_output=True, text=True, timeout=timeout,
+                          env=os.environ.copy(), cwd=os.environ["HOME"])
+
+
+def pi_package_dir() -> Path:
+    return AGENT_CLIS / "node_modules" / "@mariozechner" / "pi-coding-agent"
+
+
+def pi_harness(request: dict, cwd: Path, agent_dir: Path | None = None) -> dict:
+    """Drive the installed pi extension through pi's own loader (tests/pi_harness.mjs)."""
+    import json
+
+    agent_dir = agent_dir or Path(os.environ["HOME"]) / ".pi" / "agent"
+    result = subprocess.run(["node", str(PI_HARNESS), str(pi_package_dir()), str(agent_dir), str(cwd),
+                             json.dumps(request)], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def funes(*args: str) -> Result:
+    """The funes CLI, in-process (it reads this test's environment)."""
+    from funes.cli.main import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            run(list(args))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    """Every file under ``home`` but funes's own state, by relative path."""
+    files = {}
+    for path in sorted(home.rglob("*")):
+        relative = path.relative_to(home).as_posix()
+        if path.is_file() and not relative.startswith(".funes/"):
+            files[relative] = path.read_bytes()
+    return files
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def assert_round_trip(home: Path, agent: str, *, memory: str | None = None) -> Result:
+    """add, add again (no change), remove: the user's files end byte-identical and
+    funes's own files are gone.  Returns the first add's result."""
+    before = snapshot(home)
+    first = funes("add", agent, *([memory] if memory else []), "--yes")
+    assert first.code == 0, first.err
+    added = snapshot(home)
+    assert added != before
+    again = funes("add", agent, *([memory] if memory else []), "--yes")
+    assert again.code == 0, again.err
+    assert "nothing to change" in again.out
+    assert snapshot(home) == added
+    removed = funes("remove", agent)
+    assert removed.code == 0, removed.err
+    assert snapshot(home) == before
+    assert not (home / ".funes" / "integrations").exists()
+    assert "nothing to remove" in funes("remove", agent).out
+    return first
+
+
+def assert_refused(home: Path, agent: str, broken: Path, text: str) -> None:
+    """A malformed config stops `add` before any file is written, with one line
+    naming the file; `remove` refuses the same way, or has nothing to remove there."""
+    write(broken, text)
+    before = snapshot(home)
+    for args in (("add", agent, "--yes"), ("remove", agent)):
+        result = funes(*args)
+        assert snapshot(home) == before
+        if args[0] == "remove" and result.code == 0:
+            assert "nothing to remove" in result.out
+            continue
+        assert result.code == 1
+        lines = result.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("funes: ") and broken.name in lines[0], result.err
+        assert "changed nothing" in lines[0]
+
+
+def wait_for(condition, timeout: float = 60, interval: float = 0.2) -> float:
+    """Seconds until ``condition()`` holds (fails the test after ``timeout``)."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"still not true after {timeout}s: {condition}")
+        time.sleep(interval)
+    return time.monotonic() - started

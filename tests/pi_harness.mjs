@@ -1,0 +1,59 @@
+// Drives funes's pi extension through pi's own resource loader, as pi does at start-up:
+// the packages listed in <agent dir>/settings.json are resolved and their extensions and
+// skills loaded.  Prints one JSON object.
+//
+//   node pi_harness.mjs <pi-coding-agent dir> <agent dir> <cwd> '<request JSON>'
+//
+// {"action": "describe"}                      → {extensions, tools, events, skills, errors}
+// {"action": "call", "tool", "params"}         → {text} or {error}: the tool's execute()
+// {"action": "turn", "session_file", "session_id"} → {handled}: the agent_end handlers
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [piDir, agentDir, cwd, requestText] = process.argv.slice(2);
+const request = JSON.parse(requestText);
+const pi = await import(pathToFileURL(join(piDir, "dist", "index.js")).href);
+const loader = new pi.DefaultResourceLoader({ cwd, agentDir });
+await loader.reload();
+const { extensions, errors } = loader.getExtensions();
+
+function tool(name) {
+  for (const extension of extensions) {
+    const found = extension.tools.get(name);
+    if (found) return found.definition;
+  }
+  throw new Error(`no tool ${name}`);
+}
+
+const out = {};
+if (request.action === "describe") {
+  out.extensions = extensions.map((e) => e.path);
+  out.tools = extensions.flatMap((e) => [...e.tools.keys()]);
+  out.events = extensions.flatMap((e) => [...e.handlers.keys()]);
+  out.guidelines = extensions.flatMap((e) => [...e.tools.values()].flatMap((t) => t.definition.promptGuidelines ?? []));
+  out.skills = loader.getSkills().skills.map((s) => s.name);
+  out.errors = errors;
+} else if (request.action === "call") {
+  try {
+    const result = await tool(request.tool).execute("call-1", request.params ?? {}, undefined, undefined, {});
+    out.text = result.content.map((part) => part.text).join("\n");
+  } catch (error) {
+    out.error = String(error?.message ?? error);
+  }
+} else if (request.action === "turn") {
+  const ctx = {
+    cwd,
+    sessionManager: { getSessionFile: () => request.session_file, getSessionId: () => request.session_id },
+  };
+  const started = performance.now();
+  let handled = 0;
+  for (const extension of extensions) {
+    for (const handler of extension.handlers.get("agent_end") ?? []) {
+      await handler({ type: "agent_end", messages: [] }, ctx);
+      handled += 1;
+    }
+  }
+  out.handled = handled;
+  out.ms = performance.now() - started;
+}
+process.stdout.write(JSON.stringify(out) + "\n");
