@@ -12,6 +12,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from funes.chunking import split_text
+
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
 # JSON keys whose string values are what a memory indexes: what people and agents
 # wrote, the commands they ran and what the tools printed.
@@ -48,15 +50,6 @@ def real_texts(min_chars: int = 1) -> list[str]:
     return list(seen)
 
 
-def split(text: str, size: int, overlap: int = 150) -> list[str]:
-    """Consecutive windows of at most ``size`` characters overlapping by ``overlap``,
-    the shape of the memory's chunks (whose splitter also prefers line breaks)."""
-    if len(text) <= size:
-        return [text]
-    step = max(size - overlap, 1)
-    return [text[start : start + size] for start in range(0, len(text) - overlap, step)]
-
-
 def chunks_of_size(size: int, count: int, seed: int = 0) -> list[str]:
     """``count`` chunks of exactly ``size`` characters cut at random offsets from the
     real texts long enough to hold one (distinct, so a large sample is not a few
@@ -73,11 +66,11 @@ def chunks_of_size(size: int, count: int, seed: int = 0) -> list[str]:
 
 def realistic_chunks(count: int, split_size: int = 1200, seed: int = 0) -> list[str]:
     """``count`` distinct chunks whose lengths follow those of the real texts split
-    at ``split_size`` (short messages whole, long outputs in full-size pieces), each
-    cut at a random offset of the real text so no two are the same."""
+    by the memory's splitter at ``split_size`` (short messages whole, long outputs
+    in pieces), each cut at a random offset of a real text so no two are the same."""
     rng = random.Random(seed)
     texts = real_texts()
-    lengths = [len(piece) for text in texts for piece in split(text, split_size)]
+    lengths = [len(piece) for text in texts for _, piece in split_text(text, split_size)]
     long_texts = [t for t in texts if len(t) >= split_size]
     chunks = []
     for length in rng.choices(lengths, k=count):
