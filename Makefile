@@ -19,7 +19,7 @@ venv: $(BIN)/funes
 # into the local Lance memory (or bundled examples into a demo memory when there
 # are none), then recall from it.
 run: venv
-	$(BIN)/funes demo
+	$(BIN)/funes quickstart
 
 test: venv
 	$(BIN)/python -m pytest

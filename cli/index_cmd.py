@@ -10,9 +10,13 @@ import typer
 from funes.cli.common import ProgressBars, confirm, interactive, note, require_positive
 from funes.cli.main import app
 from funes.errors import UsageError
+from funes.memory.location import MemoryLocation
+from funes.traces.model import SourceUnit
 
 # Interactive first index: vectors are filled for about this long, then the rest is offered.
 INTERACTIVE_BUDGET_S = 60.0
+# For the time estimate offered with the rest (measured on a 2-core laptop CPU).
+CHUNKS_PER_SECOND = 40
 
 
 @app.command("index")
@@ -26,64 +30,71 @@ def index_command(
     memory: str = typer.Option(None, "--memory", help="Memory to write: local (default), a folder, or s3://…"),
 ) -> None:
     """Index new and grown sessions; with no target on a terminal, sweep every agent home."""
+    from funes.memory.location import location_for
+    from funes.traces import discover
+
     require_positive("--limit", limit)
     if path is None and harness is None and not yes and not interactive():
         raise UsageError("an unattended index must name a target: a PATH, --harness NAME, or --yes to sweep every agent home")
+    errors: list[str] = []
+    units = [] if rebuild else discover(path.expanduser() if path else None, harness, errors=errors)
+    explicit = yes or path is not None or harness is not None or rebuild
+    ok = run_index(location_for(memory), units, limit=limit, include_thinking=not no_thinking,
+                   budget_s=None if explicit else INTERACTIVE_BUDGET_S, offer_rest=not explicit,
+                   rebuild=rebuild, discovery_errors=errors)
+    if not ok:
+        raise typer.Exit(1)
 
+
+def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int | None = None,
+              include_thinking: bool = True, budget_s: float | None = None, offer_rest: bool = False,
+              rebuild: bool = False, discovery_errors: list[str] | None = None) -> bool:
+    """Index ``units`` into ``location``: every chunk lexically first, then vectors
+    (for ``budget_s`` seconds when given, offering the rest on a terminal); print
+    warnings and a summary line.  False when some transcripts could not be read."""
     from funes import indexing
     from funes.embedding import IDENTITY, load_embedder
-    from funes.memory.location import location_for
     from funes.memory.store import MemoryWriter
     from funes.pipelines.recording import record_in_background
-    from funes.traces import discover
 
-    location = location_for(memory)
     started = time.monotonic()
     bars = ProgressBars()
-    discovery_errors: list[str] = []
     with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim, allow_other_model=rebuild) as writer:
         if rebuild:
-            moved = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim)
-            note(f"kept {moved} chunks; their vectors will be recomputed with {IDENTITY.model_id}")
-            units = []
-        else:
-            units = discover(path.expanduser() if path else None, harness, errors=discovery_errors)
-            if limit is not None:
-                units = writer.coverage.changed(units)[:limit]
+            kept = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim)
+            note(f"kept {kept} chunks; their vectors will be recomputed with {IDENTITY.model_id}")
+        if limit is not None:
+            units = writer.coverage.changed(units)[:limit]
         with bars.shown():
-            report = indexing.index_units(writer, units, include_thinking=not no_thinking, progress=bars)
-            pending = writer.pending_count()
-            embedder = load_embedder() if pending else None
-            explicit = yes or path is not None or harness is not None or rebuild
-            budget = None if explicit else INTERACTIVE_BUDGET_S
+            report = indexing.index_units(writer, units, include_thinking=include_thinking, progress=bars)
+            embedder = load_embedder() if writer.pending_count() else None
             if embedder is not None:
-                report.embedded += indexing.embed_backlog(writer, embedder, budget_s=budget, progress=bars)
+                report.embedded += indexing.embed_backlog(writer, embedder, budget_s=budget_s, progress=bars)
         pending = writer.pending_count()
-        if pending and not explicit:
-            eta_min = max(1, round(pending / 40 / 60))
-            if confirm(f"{pending} chunks are searchable by keyword but not yet by meaning; embed them now (~{eta_min} min)?",
-                       default=True, assume_yes=False):
+        if pending and offer_rest:
+            minutes = max(1, round(pending / CHUNKS_PER_SECOND / 60))
+            question = (f"{pending} chunks are searchable by keyword but not yet by meaning; "
+                        f"embed them now (~{minutes} min)?")
+            if confirm(question, default=True, assume_yes=False):
                 with bars.shown():
                     report.embedded += indexing.embed_backlog(writer, embedder or load_embedder(), progress=bars)
                 pending = writer.pending_count()
         report.pending = pending
-        report.errors[:0] = discovery_errors
+    report.errors[:0] = discovery_errors or []
     for warning in report.warnings[:20]:
         note(f"warning: {warning}")
     if len(report.warnings) > 20:
         note(f"warning: … and {len(report.warnings) - 20} more")
     for error in report.errors:
         note(f"error: {error} (will be retried)")
-    elapsed = time.monotonic() - started
     note(
         f"indexed {report.changed} of {report.units} session(s): {report.turns} turns, "
         f"{report.chunks_added} chunks added, {report.chunks_skipped} already stored, "
         f"{report.embedded} embedded, {report.pending} awaiting vectors, "
         f"{len(report.warnings)} warning(s), {len(report.errors)} error(s), "
-        f"{report.dropped_blocks} block(s) dropped for unlocatable secrets in {elapsed:.1f}s"
+        f"{report.dropped_blocks} block(s) dropped for unlocatable secrets in {time.monotonic() - started:.1f}s"
     )
     if report.pending:
         note("run `funes index --yes` to embed the rest (recall already finds them by keyword)")
     record_in_background(location, [u.key for u in units], origin="cli")
-    if report.errors:
-        raise typer.Exit(1)
+    return not report.errors
