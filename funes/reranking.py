@@ -45,10 +45,10 @@ BATCH_SIZE = 16
 # own per-request timeouts.
 FETCH_TIMEOUT_S = 5.0
 FETCH_RETRY_AFTER_S = 24 * 3600
-# Files a cross-encoder needs from a Hub repo; skips the ONNX/OpenVINO variants many
-# reranker repos also carry (hundreds of MB).
-HUB_FILES = ["*.json", "*.txt", "*.model", "model.safetensors"]
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# Files a cross-encoder needs from a Hub repo besides one weights file; skips the
+# ONNX/OpenVINO variants many reranker repos also carry (hundreds of MB).
+HUB_FILES = ["*.json", "*.txt", "*.model"]
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # preferred first
 
 
 class RerankerUnavailable(Exception):
@@ -224,12 +224,15 @@ def _from_hub(repo_id: str) -> Path:
     from huggingface_hub import HfApi, constants, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    try:
-        cached = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, local_files_only=True))
+    # Same patterns as the fetch below: the client refuses a cached snapshot that
+    # lacks any file the patterns select.
+    for weights in WEIGHT_FILES:
+        try:
+            cached = Path(snapshot_download(repo_id, allow_patterns=[*HUB_FILES, weights], local_files_only=True))
+        except LocalEntryNotFoundError:
+            continue
         if _has_model(cached):
             return cached
-    except LocalEntryNotFoundError:
-        pass
     if _hub_offline(constants.HF_HUB_OFFLINE):
         raise RerankerUnavailable(f"reranker {repo_id} is not in the Hugging Face cache and HF_HUB_OFFLINE is set")
     failure = _fetch_failures().get(repo_id)
@@ -242,19 +245,24 @@ def _from_hub(repo_id: str) -> Path:
     try:
         # A bounded probe first: the client sets no timeout of its own on this call,
         # and its file downloads retry with back-off for ~25 s before giving up.
-        HfApi().model_info(repo_id, timeout=FETCH_TIMEOUT_S)
+        listed = {f.rfilename for f in HfApi().model_info(repo_id, timeout=FETCH_TIMEOUT_S).siblings or []}
+        weights = next((name for name in WEIGHT_FILES if name in listed), None)
+        if weights is None:
+            raise RerankerUnavailable(f"Hub repo {repo_id} has no {' or '.join(WEIGHT_FILES)}")
         # By branch, not by the probe's commit: only then does the cache record
         # refs/main, which the offline lookup above needs next time.
-        fetched = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=FETCH_TIMEOUT_S))
-    except Exception as exc:  # unreachable, unknown repo, refused, timed out: all mean "not now"
+        fetched = Path(snapshot_download(repo_id, allow_patterns=[*HUB_FILES, weights], etag_timeout=FETCH_TIMEOUT_S))
+        if not _has_model(fetched):
+            raise RerankerUnavailable(f"Hub repo {repo_id} has no config.json")
+    except Exception as exc:  # unreachable, unknown repo, refused, timed out, not a model: all mean "not now"
         _record_fetch(repo_id, exc)
+        if isinstance(exc, RerankerUnavailable):
+            raise
         raise RerankerUnavailable(
             f"reranker {repo_id} is not in the Hugging Face cache and the Hub could not provide it"
             f" ({type(exc).__name__}); not retrying for 24 h"
         ) from exc
     _record_fetch(repo_id, None)
-    if not _has_model(fetched):
-        raise RerankerUnavailable(f"Hub repo {repo_id} has no config.json with {' or '.join(WEIGHT_FILES)}")
     return fetched
 
 

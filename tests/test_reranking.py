@@ -63,6 +63,14 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+def point_hub_client_at(monkeypatch, endpoint: str) -> None:
+    """The Hub client bakes HF_ENDPOINT into these at import."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -161,9 +169,7 @@ def unreachable_hub(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    endpoint = f"http://127.0.0.1:{closed_port()}"
-    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+    point_hub_client_at(monkeypatch, f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
 
 
@@ -200,9 +206,7 @@ def test_reachable_hub_is_fetched_once_into_the_hf_cache(hub_server, hub_env, ti
     api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
     api.create_repo(repo_id)
     api.upload_folder(repo_id=repo_id, folder_path=tiny_model)
-    # The client bakes HF_ENDPOINT into these at import.
-    monkeypatch.setattr(constants, "ENDPOINT", hub_server.endpoint)
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub_server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+    point_hub_client_at(monkeypatch, hub_server.endpoint)
     marker = reranking.state_dir() / "reranker-fetch-failures.json"
     marker.parent.mkdir(parents=True)
     marker.write_text(json.dumps({repo_id: {"failed_at": time.time() - 30 * 3600, "error": "ConnectError: old"}}))
@@ -219,3 +223,20 @@ def test_reachable_hub_is_fetched_once_into_the_hf_cache(hub_server, hub_env, ti
     again, reason = load_reranker(repo_id, precision="fp32")
     assert reason is None and hub_server.request_count == 0
     np.testing.assert_array_equal(again.score(QUERY, PASSAGES), reranker.score(QUERY, PASSAGES))
+
+
+def test_hub_repo_without_weights_is_a_remembered_failure(hub_server, hub_env, tmp_path, monkeypatch):
+    from huggingface_hub import HfApi
+
+    from hub_server import TEST_USER
+
+    repo_id = f"{TEST_USER}/not-a-model-{uuid.uuid4().hex[:8]}"
+    api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
+    api.create_repo(repo_id)
+    api.upload_file(repo_id=repo_id, path_or_fileobj=b"{}", path_in_repo="config.json")
+    point_hub_client_at(monkeypatch, hub_server.endpoint)
+
+    reranker, reason = load_reranker(repo_id)
+    assert reranker is None and reason == f"Hub repo {repo_id} has no model.safetensors or pytorch_model.bin"
+    hub_server.reset_counts()
+    assert "h ago" in load_reranker(repo_id).reason and hub_server.request_count == 0
