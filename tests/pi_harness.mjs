@@ -5,7 +5,8 @@
 //   node pi_harness.mjs <pi-coding-agent dir> <agent dir> <cwd> '<request JSON>'
 //
 // {"action": "describe"}                      → {extensions, tools, events, skills, errors}
-// {"action": "call", "tool", "params"}         → {text} or {error}: the tool's execute()
+// {"action": "call", "calls": [{tool, params}]} → {results: [{text} or {error}]}: each tool's
+//                                                 execute(), in order, in one pi process
 // {"action": "turn", "session_file", "session_id"} → {handled}: the agent_end handlers
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -34,11 +35,14 @@ if (request.action === "describe") {
   out.skills = loader.getSkills().skills.map((s) => s.name);
   out.errors = errors;
 } else if (request.action === "call") {
-  try {
-    const result = await tool(request.tool).execute("call-1", request.params ?? {}, undefined, undefined, {});
-    out.text = result.content.map((part) => part.text).join("\n");
-  } catch (error) {
-    out.error = String(error?.message ?? error);
+  out.results = [];
+  for (const call of request.calls) {
+    try {
+      const result = await tool(call.tool).execute("call-1", call.params ?? {}, undefined, undefined, {});
+      out.results.push({ text: result.content.map((part) => part.text).join("\n") });
+    } catch (error) {
+      out.results.push({ error: String(error?.message ?? error) });
+    }
   }
 } else if (request.action === "turn") {
   const ctx = {
