@@ -1,0 +1,77 @@
+"""What every benchmark shares: describing the machine and writing its section of
+BENCHMARKS.md (each script owns one `## <title>` section and replaces only it)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import statistics
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = REPO / "BENCHMARKS.md"
+PACKAGES = ("lancedb", "pylance", "bm25s", "onnxruntime", "torch", "dagster", "kingfisher-secret-scanner")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> str:
+    """One line: cores, CPU, RAM, Python, key package versions, commit, date."""
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    ram = memory_gib()
+    return (f"{os.cpu_count()} CPU cores ({cpu_model()}), {f'{ram:.0f} GiB RAM, ' if ram else ''}"
+            f"Python {platform.python_version()}, {', '.join(versions)}; funes at {commit or '?'}; "
+            f"{datetime.now(timezone.utc):%Y-%m-%d}")
+
+
+def percentiles(samples_s: list[float]) -> dict[str, float]:
+    """p50/p95 in milliseconds."""
+    ordered = sorted(samples_s)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered) * 1000, 1), "p95_ms": round(p95 * 1000, 1)}
+
+
+def write_section(title: str, body: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace (or append) the section ``## <title>`` of BENCHMARKS.md."""
+    heading = f"## {title}"
+    text = path.read_text(encoding="utf-8") if path.exists() else (
+        "# Benchmarks\n\nEvery figure here is written by a script in `benchmarks/` (named in its section), "
+        "on the machine its section describes. Goals come from the issues; CI never asserts timings.\n")
+    section = f"{heading}\n\n{body.rstrip()}\n"
+    start = text.find(f"{heading}\n")
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        following = re.search(r"^## ", text[start + len(heading):], flags=re.MULTILINE)
+        end = start + len(heading) + following.start() if following else len(text)
+        text = text[:start] + section + ("\n" + text[end:] if following else "")
+    path.write_text(text, encoding="utf-8")
