@@ -11,6 +11,7 @@ manifest does not cover yet.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ import pyarrow as pa
 from funes.chunking import Chunk
 from funes.errors import FunesError, MemoryIncompatibleError, MemoryMissingError, WriterBusyError
 from funes.memory.coverage import Coverage
-from funes.memory.lexical import LexicalIndex
+from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, TABLE_NAME, chunk_schema, decode_metadata
 
@@ -56,6 +57,39 @@ def _sql_str(value: str) -> str:
 
 def sql_in(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
+
+
+def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[str, str]:
+    """The BM25 documents (:func:`funes.memory.lexical.document`) of chunk ``ids``,
+    read through ``scan(columns, where) -> pa.Table``; ids not in the table are absent.
+
+    A document holds the chunks just before its own in the session, so besides the
+    ids' rows this reads the rows of their sessions from ``context_turns`` turns
+    before the earliest wanted one; when the ids are much of the table, one scan
+    of the whole table is cheaper."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return {}
+    if len(wanted) * 4 >= total_rows:
+        return documents_from_rows(scan(DOCUMENT_COLUMNS, None).to_pylist(), wanted)
+    own: list[dict[str, Any]] = []
+    for start in range(0, len(wanted), 500):
+        own += scan(DOCUMENT_COLUMNS, sql_in("id", wanted[start:start + 500])).to_pylist()
+    spans: dict[str, tuple[int, int]] = {}
+    for row in own:
+        seq = int(row["seq"] or 0)
+        low, high = spans.get(row["session_id"], (seq, seq))
+        spans[row["session_id"]] = (min(low, seq), max(high, seq))
+    context: list[dict[str, Any]] = []
+    sessions = list(spans)
+    for start in range(0, len(sessions), 100):
+        where = " OR ".join(
+            f"(session_id = {_sql_str(sid)} AND seq >= {spans[sid][0] - DOCUMENT['context_turns']}"
+            f" AND seq <= {spans[sid][1]})"
+            for sid in sessions[start:start + 100]
+        )
+        context += scan(DOCUMENT_COLUMNS, where).to_pylist()
+    return documents_from_rows(own + context, wanted)
 
 
 @dataclass
@@ -134,6 +168,10 @@ class Memory:
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         return {key: row["text"] for key, row in self.rows(ids, ("id", "text")).items()}
 
+    def documents(self, ids: Sequence[str]) -> dict[str, str]:
+        """What the BM25 index holds for each chunk id (its text with its context)."""
+        return lexical_documents(self.scan, ids, self.count())
+
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
         where = f"session_id = {_sql_str(session_id)}"
@@ -155,7 +193,7 @@ class Memory:
                 table_ids = self.scan(["id"]).column("id").to_numpy(zero_copy_only=False).astype("<U16")
                 missing = np.setdiff1d(table_ids, covered, assume_unique=False)
                 if len(missing):
-                    texts = self.texts([str(m) for m in missing])
+                    texts = self.documents([str(m) for m in missing])
                     ids = [i for i in (str(m) for m in missing) if i in texts]
                     index = index.with_transient(ids, [texts[i] for i in ids])
             self._lexical = index
@@ -293,7 +331,9 @@ class MemoryWriter:
         ids = [c.id for c in rows]
         known.update(ids)
         if update_lexical:
-            self.lexical.add(ids, [c.text for c in rows], self.version, self._fetch_texts)
+            documents = self._fetch_texts(ids)
+            written = [i for i in ids if i in documents]
+            self.lexical.add(written, [documents[i] for i in written], self.version, self._fetch_texts)
         return ids
 
     def _arrow_rows(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> pa.Table:
@@ -314,14 +354,15 @@ class MemoryWriter:
             columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dim)
         return pa.table(columns, schema=schema)
 
+    def _scan(self, columns: Sequence[str], where: str | None = None) -> pa.Table:
+        query = self.table.search()
+        if where:
+            query = query.where(where)
+        return query.select(list(columns)).limit(None).to_arrow()
+
     def _fetch_texts(self, ids: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), 2000):
-            batch = unique[start:start + 2000]
-            table = self.table.search().where(sql_in("id", batch)).select(["id", "text"]).limit(None).to_arrow()
-            out.update(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
-        return out
+        """The BM25 documents of chunk ids (see :func:`lexical_documents`)."""
+        return lexical_documents(self._scan, ids, int(self.table.count_rows()))
 
     def sync_lexical(self) -> int:
         """Index every row the BM25 segments lack (after a bulk load or a crash);
@@ -364,6 +405,33 @@ class MemoryWriter:
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
 
+    def replace_chunks(self, removed: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
+        """Delete the rows ``removed`` and store ``chunks`` (an id already stored is
+        overwritten) in one commit: readers see the old rows or the new, never neither.
+        The BM25 index is left for the caller to rebuild."""
+        if chunks:
+            data = self._arrow_rows(chunks, vectors)
+            merge = self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            if removed:
+                merge = merge.when_not_matched_by_source_delete(sql_in("id", removed))
+            merge.execute(data, on_bad_vectors="null")
+        elif removed:
+            self.table.delete(sql_in("id", removed))
+        self._known_ids = None
+
+    def purge_history(self) -> None:
+        """Rewrite every fragment holding deleted rows and delete all older versions,
+        so no file of the table still holds a row the current version lacks."""
+        import lance
+
+        dataset = lance.dataset(self.location.table_uri, storage_options=self.location.storage_options or None)
+        dataset.optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
+        dataset = lance.dataset(self.location.table_uri, storage_options=self.location.storage_options or None)
+        # Safe under the writer lock: no other writer can have files in flight.
+        dataset.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+        self.table.checkout_latest()
+        self.lexical.mark_version(self.version)
+
     def rebuild_for_new_model(self, expected_identity: Mapping[str, str], dim: int) -> int:
         """Rewrite the table stamped with ``expected_identity``, every row kept with
         its text and provenance and its vector cleared for re-embedding.
@@ -385,7 +453,8 @@ class MemoryWriter:
         self.table = db.create_table(TABLE_NAME, data=rows if rows.num_rows else None, schema=schema,
                                      mode="overwrite", on_bad_vectors="null")
         self._known_ids = None
-        self.lexical.rebuild(rows.column("id").to_pylist(), rows.column("text").to_pylist(), self.version)
+        documents = documents_from_rows(rows.select(list(DOCUMENT_COLUMNS)).to_pylist())
+        self.lexical.rebuild(list(documents), list(documents.values()), self.version)
         return rows.num_rows
 
     # ------------------------------------------------------------------ maintenance
@@ -397,7 +466,10 @@ class MemoryWriter:
         started = time.monotonic()
         from lancedb.index import BTree
 
-        self.table.optimize(cleanup_older_than=keep_versions_for)
+        with warnings.catch_warnings():
+            if not keep_versions_for:  # asked for explicitly: lancedb's warning says what the caller chose
+                warnings.simplefilter("ignore", UserWarning)
+            self.table.optimize(cleanup_older_than=keep_versions_for)
         indexed = {tuple(i.columns) for i in self.table.list_indices()}
         for column in ("id", "session_id"):
             if (column,) not in indexed:
@@ -413,8 +485,9 @@ class MemoryWriter:
                                                           num_sub_vectors=max(1, dim // 8)), replace=True)
             vector_index = True
         self.table.optimize()
-        ids = self.table.search().select(["id", "text"]).limit(None).to_arrow()
-        self.lexical.rebuild(ids.column("id").to_pylist(), ids.column("text").to_pylist(), self.version)
+        ids = self._scan(DOCUMENT_COLUMNS)
+        documents = documents_from_rows(ids.to_pylist())
+        self.lexical.rebuild(list(documents), list(documents.values()), self.version)
         self._known_ids = set(ids.column("id").to_pylist())
         return {"seconds": round(time.monotonic() - started, 2), "rows": ids.num_rows,
                 "embedded": embedded, "vector_index_built": vector_index,
