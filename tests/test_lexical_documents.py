@@ -1,0 +1,137 @@
+"""What BM25 indexes for a chunk: its own text, weighted, after the chunks before it.
+
+The documents are derived from the table whenever a segment is built, so a
+memory grown a turn at a time must index exactly what a full rebuild indexes."""
+
+import pytest
+
+from funes.chunking import Chunk, chunk_id
+from funes.memory.lexical import DOCUMENT, document, documents_from_rows
+from funes.memory.location import location_for
+from funes.memory.store import Memory, MemoryWriter
+
+IDENTITY = {"funes.embedding.model_id": "test/model", "funes.embedding.revision": "r1", "funes.embedding.dim": "4"}
+
+
+def _row(session, seq, text, block_idx=0, split_idx=0):
+    return {"id": chunk_id(session, f"t{seq}", block_idx, split_idx), "session_id": session, "seq": seq,
+            "block_idx": block_idx, "split_idx": split_idx, "text": text}
+
+
+def _own(text):
+    return "\n".join([text] * DOCUMENT["own_weight"])
+
+
+def test_a_document_is_the_context_then_the_chunk_weighted():
+    assert DOCUMENT["context_chunks"] == 2 and DOCUMENT["own_weight"] == 3
+    assert document("own words", ["first", "second"]) == "first\nsecond\n" + _own("own words")
+    assert document("alone") == _own("alone")
+    # Only the last context_chunks count; an empty one adds nothing.
+    assert document("x", ["a", "b", "c"]) == "b\nc\n" + _own("x")
+    assert document("x", ["a", ""]) == "a\n" + _own("x")
+
+
+def test_context_chunks_are_cut_at_a_word_break():
+    long = " ".join(["word"] * 500)
+    head = document("x", [long]).split("\n")[0]
+    assert len(head) <= DOCUMENT["context_chars"] and head.endswith("word")
+
+
+def test_context_follows_session_order_and_never_crosses_sessions():
+    rows = [
+        _row("s1", 2, "third"), _row("s1", 0, "first"), _row("s1", 1, "second, block 0"),
+        _row("s1", 1, "second, block 1", block_idx=1), _row("s2", 3, "other session"),
+    ]
+    docs = documents_from_rows(rows)
+    assert docs[rows[1]["id"]] == _own("first")
+    assert docs[rows[3]["id"]] == "first\nsecond, block 0\n" + _own("second, block 1")
+    assert docs[rows[0]["id"]] == "second, block 0\nsecond, block 1\n" + _own("third")
+    assert docs[rows[4]["id"]] == _own("other session")
+    assert set(documents_from_rows(rows, [rows[0]["id"]])) == {rows[0]["id"]}
+
+
+def test_context_reaches_back_a_bounded_number_of_turns():
+    far = DOCUMENT["context_turns"] + 1
+    rows = [_row("s", 0, "long ago"), _row("s", far, "now")]
+    assert documents_from_rows(rows)[rows[1]["id"]] == _own("now")
+    rows = [_row("s", 0, "recent"), _row("s", far - 1, "now")]
+    assert documents_from_rows(rows)[rows[1]["id"]] == "recent\n" + _own("now")
+
+
+def _chunk(session, seq, text):
+    return Chunk(id=chunk_id(session, f"t{seq}", 0, 0), text=text, harness="claude_code", session_id=session,
+                 turn_uuid=f"t{seq}", parent_uuid=None, seq=seq, ts=f"2026-01-01T00:00:{seq:02d}.000Z",
+                 role="user" if seq % 2 == 0 else "assistant", block_type="text", tool_name=None, block_idx=0,
+                 split_idx=0, char_start=0, tier=0, workdir="w", cwd="/w", repo=None, branch=None,
+                 source_path="/x.jsonl", parent_session_id=None, is_subagent=False)
+
+
+CONVERSATION = [
+    "Did you finish the watercolour of the lighthouse?",
+    "Yes! Here it is, took me three weekends.",
+    "It looks wonderful, the colours are so calm.",
+    "Thanks. Next I want to try the harbour at night.",
+    "Let me know when you start it.",
+    "Will do. Going to the pottery class now.",
+]
+
+
+def _all_documents(location):
+    """{chunk id: document} over the whole table, as a full rebuild indexes them."""
+    memory = Memory.open(location)
+    rows = memory.scan(["id", "session_id", "seq", "block_idx", "split_idx", "text"]).to_pylist()
+    return memory, documents_from_rows(rows)
+
+
+def test_a_memory_grown_turn_by_turn_indexes_what_a_rebuild_indexes(tmp_path):
+    grown, whole = location_for(str(tmp_path / "grown")), location_for(str(tmp_path / "whole"))
+    chunks = [_chunk("s1", seq, text) for seq, text in enumerate(CONVERSATION)]
+    chunks += [_chunk("s2", seq, f"unrelated note {seq} about lighthouse keepers") for seq in range(3)]
+    with MemoryWriter.open(grown, IDENTITY, dim=4) as writer:
+        for chunk in chunks:  # one turn at a time, as the hook writes them
+            writer.add_chunks([chunk])
+        grown_segments = len(writer.lexical.segments)
+    with MemoryWriter.open(whole, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks, update_lexical=False)
+        writer.sync_lexical()
+    assert grown_segments >= 1
+    for query in ("watercolour lighthouse", "three weekends", "harbour night", "pottery"):
+        got = Memory.open(grown).lexical().search(query, 5)
+        want = Memory.open(whole).lexical().search(query, 5)
+        assert [c for c, _ in got] == [c for c, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=0.05)
+
+
+def test_the_turn_that_answers_is_found_by_the_question_before_it(tmp_path):
+    location = location_for(str(tmp_path / "m"))
+    chunks = [_chunk("s1", seq, text) for seq, text in enumerate(CONVERSATION)]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks)
+    hits = [c for c, _ in Memory.open(location).lexical().search("watercolour lighthouse", 10)]
+    # The question itself says it, so it comes first; the reply that carries no
+    # word of the query is found through its context, right after.
+    assert hits[:2] == [chunks[0].id, chunks[1].id]
+    # Context reaches two chunks back, no further.
+    assert chunks[3].id not in hits
+
+
+def test_documents_for_a_few_ids_read_only_their_sessions_recent_turns(tmp_path):
+    location = location_for(str(tmp_path / "m"))
+    chunks = [_chunk("s1", seq, text) for seq, text in enumerate(CONVERSATION)]
+    chunks += [_chunk("s2", seq, f"note {seq}") for seq in range(40)]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks, update_lexical=False)
+    memory, everything = _all_documents(location)
+    wanted = [chunks[4].id, chunks[-1].id]
+    seen_filters = []
+
+    def scan(columns, where=None):
+        seen_filters.append(where)
+        return memory.scan(columns, where)
+
+    from funes.memory.store import lexical_documents
+
+    docs = lexical_documents(scan, wanted + ["0000000000000000"], memory.count())
+    assert docs == {i: everything[i] for i in wanted}
+    assert all(f is not None for f in seen_filters)  # no full scan for two ids
+    assert any(f"seq >= {39 - DOCUMENT['context_turns']}" in f for f in seen_filters)
