@@ -32,11 +32,14 @@ def recall_command(
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
+    fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",
+                               help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.retrieval.access import open_memory
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
+    from funes.retrieval.fusion import Fusion
     from funes.retrieval.search import Recaller
 
     if batch is None and query is None:
@@ -45,7 +48,8 @@ def recall_command(
                             session=session, since=since, until=until)
     if k <= 0:
         raise UsageError(f"-k must be a positive integer, got {k}")
-    recaller = Recaller.open(open_memory(memory), rerank=not no_rerank)
+    how = Fusion.named(fusion)
+    recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     if batch is not None:
         _run_batch(recaller, batch, k, options)

@@ -1,38 +1,88 @@
-"""Combining the lexical and dense rankings.
+"""Combining the lexical (BM25) and dense (MiniLM cosine) rankings.
 
 Equal-weight reciprocal rank fusion (k=60), the Rust funes's choice, scores
-*below* BM25 alone on the LoCoMo dev split (0.555 vs 0.570 R@10), because
+*below* BM25 alone on the LoCoMo dev split (R@10 0.555 vs 0.570), because
 MiniLM alone is much weaker than BM25 there and RRF gives its ranks the same
-say.  The methods here were compared on the dev split (benchmarks/eval_recall.py,
-results in BENCHMARKS.md); ``DEFAULT`` is the one chosen.
+say.  A convex combination of the two *scores* keeps how much better the best
+BM25 match is than the tenth, which ranks discard, and lets BM25 lead:
+
+    fused = 0.6 · bm25 / best bm25 of the query  +  0.4 · cosine
+
+A candidate one retriever did not return gets that retriever's lowest returned
+score (what it is known not to exceed), or 0 from BM25 when BM25 returned
+fewer than it was asked for (then every chunk it left out matched no query
+term).  The methods were compared on the LoCoMo dev split, and the weights
+chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
+convex fusion beat weighted RRF at every weight tried, and the result is flat
+for dense weights 0.3–0.5.
+
+``--fusion`` (or ``FUNES_FUSION``) picks one of :data:`METHODS`: ``convex``
+(the default), ``rrf`` (equal-weight RRF, k=60), ``lexical`` (BM25 only: no
+query embedding) or ``dense`` (vectors only).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from funes.errors import UsageError
+
 Ranking = Sequence[tuple[str, float]]  # (chunk id, score), best first
+
+METHODS = ("convex", "rrf", "lexical", "dense")
+ENV = "FUNES_FUSION"
 
 
 @dataclass(frozen=True)
 class Fusion:
-    """How to fuse: ``method`` is ``rrf`` (weighted reciprocal rank) or ``convex``
-    (weighted sum of scores normalised per query: BM25 by the query's best BM25
-    score, cosine similarity as is)."""
+    """How to fuse: ``method`` is one of :data:`METHODS`; the weights apply to
+    ``convex`` and ``rrf``; ``rrf_k`` to ``rrf``."""
 
-    method: str = "rrf"
-    lexical_weight: float = 1.0
-    dense_weight: float = 1.0
+    method: str = "convex"
+    lexical_weight: float = 0.6
+    dense_weight: float = 0.4
     rrf_k: int = 60
 
-    def fuse(self, lexical: Ranking, dense: Ranking) -> list[tuple[str, float]]:
-        if self.method == "rrf":
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise UsageError(f"unknown fusion {self.method!r}: choose one of {', '.join(METHODS)}")
+
+    @classmethod
+    def named(cls, name: str | None) -> Fusion:
+        """The preset called ``name`` (None or empty: ``$FUNES_FUSION``, else the default)."""
+        name = (name or os.environ.get(ENV) or "").strip().lower()
+        if not name:
+            return DEFAULT
+        if name == "rrf":
+            return cls("rrf", 1.0, 1.0)
+        if name in METHODS:
+            return cls(name) if name != "convex" else DEFAULT
+        raise UsageError(f"unknown fusion {name!r}: choose one of {', '.join(METHODS)}")
+
+    @property
+    def uses_lexical(self) -> bool:
+        return self.method != "dense"
+
+    @property
+    def uses_dense(self) -> bool:
+        return self.method != "lexical"
+
+    def fuse(self, lexical: Ranking, dense: Ranking, pool: int | None = None) -> list[tuple[str, float]]:
+        """``(chunk id, fused score)`` best first, ties by chunk id.
+
+        ``pool``: how many each retriever was asked for; a BM25 list shorter than
+        that holds every chunk with a positive score (None: assume it was cut)."""
+        if self.method == "lexical":
+            scores = dict(lexical)
+        elif self.method == "dense":
+            scores = dict(dense)
+        elif self.method == "rrf":
             scores = _rrf(lexical, dense, self.lexical_weight, self.dense_weight, self.rrf_k)
-        elif self.method == "convex":
-            scores = _convex(lexical, dense, self.lexical_weight, self.dense_weight)
         else:
-            raise ValueError(f"unknown fusion method {self.method!r}")
+            complete = pool is not None and len(lexical) < pool
+            scores = _convex(lexical, dense, self.lexical_weight, self.dense_weight, complete)
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
@@ -46,15 +96,18 @@ def _rrf(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float, k: int)
     return scores
 
 
-def _convex(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float) -> dict[str, float]:
-    scores: dict[str, float] = {}
+def _convex(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float,
+            lexical_complete: bool) -> dict[str, float]:
     best = max((score for _, score in lexical), default=0.0)
-    if best > 0 and w_lex > 0:
-        for chunk, score in lexical:
-            scores[chunk] = scores.get(chunk, 0.0) + w_lex * score / best
-    if w_dense > 0:
-        for chunk, similarity in dense:
-            scores[chunk] = scores.get(chunk, 0.0) + w_dense * similarity
+    lex = {chunk: score / best for chunk, score in lexical} if best > 0 else {}
+    den = dict(dense)
+    lex_missing = 0.0 if lexical_complete or not lex else min(lex.values())
+    den_missing = min(den.values()) if den else 0.0
+    scores: dict[str, float] = {}
+    for chunk in (*lex, *den):
+        if chunk not in scores:
+            scores[chunk] = (w_lex * lex.get(chunk, lex_missing) if lex else 0.0) + (
+                w_dense * den.get(chunk, den_missing) if den else 0.0)
     return scores
 
 

@@ -1,7 +1,9 @@
 """Recall: a free-text question → the verbatim passages that answer it.
 
-embed the query with the memory's pinned model → BM25 (bm25s) and vector search
-→ fusion → cross-encoder rerank of the top candidates (when one can be loaded)
+embed the query with the memory's pinned model → BM25 (bm25s, over each chunk
+with the two chunks before it: see funes.memory.lexical) and vector search →
+fusion (by default a convex combination of normalised scores: see
+retrieval/fusion.py) → cross-encoder rerank of the top candidates (when one can be loaded)
 → recency (a tie-breaker unless a half-life is asked for) → neighbours (±N turns
 by seq) → hits with their full provenance and the score of every stage.
 
@@ -102,14 +104,16 @@ class Recaller:
         self._total = memory.count()
 
     @classmethod
-    def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion = DEFAULT) -> Recaller:
-        """Load the query embedder (checked against the memory's model) and, when
-        available, the reranker."""
+    def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None) -> Recaller:
+        """Load the query embedder (checked against the memory's model; not loaded
+        for BM25-only fusion) and, when available, the reranker.  ``fusion`` None:
+        ``$FUNES_FUSION`` or the default."""
         from funes.embedding import IDENTITY, load_embedder
 
+        fusion = fusion or Fusion.named(None)
         memory.require_rows()
         memory.check_identity(IDENTITY.to_metadata())
-        embedder = load_embedder(for_queries=True)
+        embedder = load_embedder(for_queries=True) if fusion.uses_dense else None
         reranker, note = (None, "disabled for this call")
         if rerank:
             from funes.retrieval.rerank import shared_reranker
@@ -139,12 +143,14 @@ class Recaller:
         allowed = None
         if where:
             allowed = self.memory.scan(["id"], where).column("id").to_numpy(zero_copy_only=False).astype("<U16")
-        lexical = self.memory.lexical().search(query, pool, allowed) if allowed is None or len(allowed) else []
+        lexical: list[tuple[str, float]] = []
+        if self.fusion.uses_lexical and (allowed is None or len(allowed)):
+            lexical = self.memory.lexical().search(query, pool, allowed)
         dense: list[tuple[str, float]] = []
-        if self._embedded and self.embedder is not None and (allowed is None or len(allowed)):
+        if self.fusion.uses_dense and self._embedded and self.embedder is not None and (allowed is None or len(allowed)):
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
-        fused = self.fusion.fuse(lexical, dense)[: max(candidates, k)]
+        fused = self.fusion.fuse(lexical, dense, pool)[: max(candidates, k)]
         rows = self.memory.rows([chunk for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
         dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}
@@ -189,7 +195,7 @@ class Recaller:
             for hit in hits:
                 age = _age_days(hit.ts, now)
                 decay = 1.0 if age is None else 0.5 ** (age / half_life)
-                hit.scores["recency"] = round(decay, 4)
+                hit.scores["recency"] = float(f"{decay:.6g}")  # significant digits: decays get tiny
                 hit.score *= decay
         # Recency breaks ties (newest first) unless a half-life made it a factor.
         hits.sort(key=lambda h: (-round(h.score, 9), _neg_ts(h.ts), h.id))
