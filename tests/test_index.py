@@ -149,3 +149,29 @@ def test_sigkill_at_any_moment_then_rerun_gives_the_uninterrupted_memory(built_m
     # The long session's split blocks are all there and searchable.
     hits = funes("recall", "container build failed", "--session", LONG_SESSION, "--json", "--no-rerank")
     assert hits.returncode == 0 and json.loads(hits.stdout)
+
+
+def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_home):
+    import resource
+    import shutil
+
+    from memory_helpers import REAL
+
+    before = status()
+    big = memory_home / ".claude" / "projects" / "-big" / "big-session.jsonl"
+    big.parent.mkdir(parents=True)
+    shutil.copyfile(REAL / "episodic_memory" / "0fae0449-64d3-4788-8622-d3a47d82c14b.jsonl", big)
+
+    def small_files():  # any file grown past 64 KB fails with EFBIG, as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    refused = subprocess.run([*FUNES, "index", str(big)], capture_output=True, text=True, timeout=300,
+                             preexec_fn=small_files)
+    assert refused.returncode != 0
+    assert refused.stderr.startswith("funes: cannot write memory at local: ")
+    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+    assert status()["chunks"] == before["chunks"]  # the memory still opens, nothing lost
+    again = funes("index", str(big))
+    assert again.returncode == 0, again.stderr
+    assert status()["chunks"] > before["chunks"]

@@ -10,6 +10,8 @@ manifest does not cover yet.
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -90,6 +92,22 @@ def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[st
         )
         context += scan(DOCUMENT_COLUMNS, where).to_pylist()
     return documents_from_rows(own + context, wanted)
+
+
+# How the disk refuses a write, by errno and by the text Lance's Rust errors carry
+# (they reach Python without an errno).
+_REFUSED_WRITES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                   errno.EFBIG: "a file grew past the size the system allows"}
+_REFUSED_TEXT = {"No space left on device": errno.ENOSPC, "database or disk is full": errno.ENOSPC,
+                 "Disk quota exceeded": errno.EDQUOT, "File too large": errno.EFBIG}
+
+
+def refused_write(error: BaseException) -> str | None:
+    """Why the file system refused a write, or None when ``error`` is something else."""
+    code = getattr(error, "errno", None)
+    if code not in _REFUSED_WRITES:
+        code = next((c for text, c in _REFUSED_TEXT.items() if text in str(error)), None)
+    return _REFUSED_WRITES.get(code) if code is not None else None
 
 
 @dataclass
@@ -276,6 +294,13 @@ class MemoryWriter:
             writer = cls(location, table, Coverage(location.coverage_path))
             try:
                 yield writer
+            except (OSError, RuntimeError, sqlite3.Error) as exc:
+                refused = refused_write(exc)
+                if refused is None:
+                    raise
+                # Lance commits atomically: what was committed before the failure stays readable.
+                raise FunesError(f"cannot write memory at {location.label}: {refused}; free some space and run "
+                                 "the command again (everything indexed before this is kept)") from exc
             finally:
                 writer.coverage.close()
         finally:
