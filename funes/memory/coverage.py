@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS units (
     indexed_at REAL,
     attempted_at REAL
 );
+CREATE TABLE IF NOT EXISTS forgotten (   -- sessions the user asked to forget: never indexed again
+    key TEXT PRIMARY KEY,
+    forgotten_at REAL NOT NULL
+);
 """
 
 
@@ -68,10 +72,14 @@ class Coverage:
         return {row[0]: UnitState(*row) for row in rows if wanted is None or row[0] in wanted}
 
     def changed(self, units: Iterable[SourceUnit]) -> list[SourceUnit]:
-        """Units never indexed, grown since, or that failed last time."""
+        """Units never indexed, grown since, or that failed last time (forgotten
+        sessions excepted)."""
         known = {key: (sig, err) for key, sig, err in self._db.execute("SELECT key, signature, error FROM units")}
+        forgotten = self.forgotten()
         changed = []
         for unit in units:
+            if unit.key in forgotten:
+                continue
             signature, error = known.get(unit.key, (None, None))
             if signature != unit.signature or error is not None:
                 changed.append(unit)
@@ -106,6 +114,16 @@ class Coverage:
                ON CONFLICT(key) DO UPDATE SET error=excluded.error, attempted_at=excluded.attempted_at""",
             (unit.key, unit.harness, unit.session_id, str(unit.path), error, time.time()),
         )
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Tombstone sessions: re-indexing their transcripts will skip them."""
+        now = time.time()
+        self._db.executemany("INSERT OR REPLACE INTO forgotten (key, forgotten_at) VALUES (?, ?)",
+                             [(key, now) for key in keys])
+        self._db.executemany("DELETE FROM units WHERE key = ?", [(key,) for key in keys])
+
+    def forgotten(self) -> set[str]:
+        return {key for (key,) in self._db.execute("SELECT key FROM forgotten")}
 
     def last_indexed(self) -> float | None:
         (value,) = self._db.execute("SELECT MAX(indexed_at) FROM units").fetchone()
