@@ -13,7 +13,8 @@ The memory's writer lock is tried without waiting; when another writer holds it
 (`funes index`, say) the requests stay spooled for the next turn's worker.  With
 time left, vectors still missing from earlier text-first indexing are filled in
 (stopping as soon as a new turn is spooled).  Publish requests run after the
-indexing, one push per memory.  The worker never starts an agent, and everything
+indexing, one push per memory.  Then the worker waits a few minutes for the next
+turn, still holding the lock, so a session's later turns find it warm.  The worker never starts an agent, and everything
 it starts inherits ``FUNES_HOOK=1`` from the hook.
 """
 
@@ -24,6 +25,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,10 @@ log = logging.getLogger("funes.hook")
 
 # Filling in missing vectors after a turn stops after this long (or at the next turn).
 BACKLOG_BUDGET_S = 10.0
+# A worker stays this long after its last turn ($FUNES_HOOK_IDLE_S), lancedb and the
+# embedder loaded, so the next turns of a session skip the ~2 s of cold start.
+IDLE_EXIT_S = 300.0
+POLL_S = 0.1
 LOG_MAX_BYTES = 5_000_000
 HARNESS_OF_AGENT = {"claude": "claude_code", "codex": "codex", "pi": "pi", "hermes": "hermes"}
 
@@ -135,18 +141,34 @@ class Worker:
     def __init__(self, folder: Path):
         self.folder = folder
         self._embedder: Any = None
+        self._loading = threading.Lock()
 
     def embedder(self) -> Any:
-        if self._embedder is None:
-            from funes.embedding import load_embedder
+        with self._loading:
+            if self._embedder is None:
+                from funes.embedding import load_embedder
 
-            self._embedder = load_embedder()
-        return self._embedder
+                self._embedder = load_embedder()
+            return self._embedder
+
+    def warm_up(self) -> None:
+        """Load the embedder and the secret scanner in a thread while the main one
+        imports lancedb: both are mostly native code, so the cold start overlaps."""
+        def load() -> None:
+            from funes.redaction import get_scanner
+
+            self.embedder()
+            get_scanner()
+
+        if self._embedder is None:
+            threading.Thread(target=load, name="funes-warm-up", daemon=True).start()
 
     def drain(self) -> bool:
         """Handle every spooled request; False when the memory was busy and some
         were left for the next worker."""
         while requests := read_requests(self.folder):
+            if any(request.publish is None for request in requests):
+                self.warm_up()
             by_memory: dict[str | None, list[Request]] = {}
             for request in requests:
                 if request.publish is None:
@@ -232,9 +254,28 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
 
 
+def idle_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get("FUNES_HOOK_IDLE_S", IDLE_EXIT_S)))
+    except ValueError:
+        return IDLE_EXIT_S
+
+
+def next_request(folder: Path, idle_s: float) -> bool:
+    """Wait (holding the worker lock, models loaded) for the next spooled turn;
+    False after ``idle_s`` without one."""
+    deadline = time.monotonic() + idle_s
+    while not has_requests(folder):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
 def main() -> int:
     folder = spool_dir()
     worker = Worker(folder)
+    idle_s = idle_seconds()
     while True:
         with worker_lock(folder) as mine:
             if not mine:
@@ -243,6 +284,8 @@ def main() -> int:
                 configure_logging()
             try:
                 finished = worker.drain()
+                while finished and next_request(folder, idle_s):
+                    finished = worker.drain()
             except Exception:  # a bug: keep the traceback in the log, leave the requests
                 log.exception("hook worker failed")
                 return 1

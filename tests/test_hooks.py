@@ -25,6 +25,12 @@ from agent_helpers import funes, needs_cli, pi_harness, wait_for
 HOOK_BUDGET_S = 0.3
 
 
+@pytest.fixture(autouse=True)
+def workers_exit_when_done(monkeypatch):
+    """Workers normally wait minutes for the next turn; here they exit once the spool is empty."""
+    monkeypatch.setenv("FUNES_HOOK_IDLE_S", "0")
+
+
 def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -210,6 +216,22 @@ def test_eight_hooks_at_once_leave_one_consistent_memory(memory_home):
     run_hook("claude", payloads[0])
     wait_for(settled, timeout=60)
     assert sorted(stored_ids()) == sorted(ids)
+
+
+def test_a_waiting_worker_takes_the_next_turn_warm(memory_home, monkeypatch):
+    import re
+
+    monkeypatch.setenv("FUNES_HOOK_IDLE_S", "4")
+    first, second = token(), token()
+    run_hook("claude", claude_turn(memory_home, first))
+    wait_for(lambda: not spooled() and "indexed" in hook_log(), timeout=120)
+    assert worker_running()  # done, and waiting for the next turn
+    run_hook("claude", claude_turn(memory_home, second))
+    took = wait_for(lambda: not spooled() and hook_log().count("indexed") == 2, timeout=60)
+    assert took < 10
+    assert len(set(re.findall(r"worker\[(\d+)\] INFO indexed", hook_log()))) == 1  # the same process
+    wait_for(lambda: not worker_running(), timeout=30)  # and it leaves once idle
+    assert recalled(first) and recalled(second)
 
 
 def test_a_busy_memory_leaves_the_turn_for_the_next_hook(memory_home):
