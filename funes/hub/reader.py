@@ -1,0 +1,194 @@
+"""Reading a Hub memory: ``--memory org/repo`` → a local table pinned to one commit.
+
+Per command the repo's head commit is resolved once, its live table files are fetched
+into the HF cache (:mod:`funes.hub.snapshot`) and the table opens locally, so recall
+works on a machine that never indexed anything.
+
+Resolving the head is itself a request, yet a warm recall must make none.  So the head
+is pinned for a short while: ``$FUNES_HOME/state/hub/<repo>/head.json`` records the SHA
+and when it was resolved, and commands within ``FUNES_HUB_HEAD_TTL`` seconds (default
+60; 0 resolves every time) reuse it.  A push from this host records its new head at
+once, so the next command here always sees it; a push from elsewhere is seen within the
+TTL.  With ``HF_HUB_OFFLINE=1`` the last head is used whatever its age, and when the Hub
+cannot be reached a pinned head is used with a warning rather than failing.
+
+The BM25 index is derived per commit, under ``<cache>/hub/<repo>/<sha>/bm25``: the first
+read of a commit starts from the previous commit's index (a remote only grows) and
+indexes the new rows; later reads load it as a local memory does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from funes.config import state_dir
+from funes.errors import MemoryIncompatibleError, RemoteError
+from funes.hub.repo import HubRemote, HubRepo, parse_remote
+from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
+from funes.memory.location import MemoryLocation
+
+if TYPE_CHECKING:
+    from funes.memory.store import Memory
+
+
+HEAD_TTL_ENV = "FUNES_HUB_HEAD_TTL"
+DEFAULT_HEAD_TTL_S = 60.0
+# Per-commit BM25 indexes kept per repo (the newest by use); older ones are removed.
+KEEP_DERIVED_COMMITS = 3
+
+
+@dataclass(frozen=True)
+class HubSnapshotLocation(MemoryLocation):
+    """A commit of a Hub memory opened from the HF cache.  Its derived state (the BM25
+    index) lives in funes' cache, keyed by commit, never inside the HF cache."""
+
+    derived: Path = field(default=Path(), compare=False)
+    sha: str = ""
+
+    @property
+    def state_dir(self) -> Path:
+        return self.derived
+
+
+def hub_location(spec: str) -> HubSnapshotLocation:
+    """The memory ``spec`` (``org/repo`` or ``hf://datasets/…``) names, materialised."""
+    remote = parse_remote(spec)
+    snapshot = _current_snapshot(remote)
+    location = HubSnapshotLocation(uri=str(snapshot.root), label=spec, derived=derived_dir(remote, snapshot.sha),
+                                   sha=snapshot.sha)
+    from funes.memory.store import Memory
+
+    memory = Memory.open(location)
+    _check_model(memory)
+    _ensure_lexical(memory, remote)
+    return location
+
+
+# --------------------------------------------------------------------------- the head
+
+
+def head_file(remote: HubRemote) -> Path:
+    return state_dir() / "hub" / remote.key / "head.json"
+
+
+def pin_head(remote: HubRemote, sha: str) -> None:
+    """Record ``sha`` as the repo's head as of now (after resolving it, or pushing it)."""
+    path = head_file(remote)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".head.{os.getpid()}.json")
+    tmp.write_text(json.dumps({"sha": sha, "resolved_at": time.time()}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _pinned_head(remote: HubRemote) -> tuple[str, float] | None:
+    try:
+        data = json.loads(head_file(remote).read_text(encoding="utf-8"))
+        return str(data["sha"]), time.time() - float(data["resolved_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def head_ttl() -> float:
+    try:
+        return max(0.0, float(os.environ.get(HEAD_TTL_ENV, DEFAULT_HEAD_TTL_S)))
+    except ValueError:
+        return DEFAULT_HEAD_TTL_S
+
+
+def _current_snapshot(remote: HubRemote) -> Snapshot:
+    from huggingface_hub import constants
+
+    pinned = _pinned_head(remote)
+    if pinned is not None:
+        sha, age = pinned
+        if constants.HF_HUB_OFFLINE or age < head_ttl():
+            snapshot = cached_snapshot(remote, sha)
+            if snapshot is not None:
+                return snapshot
+    if constants.HF_HUB_OFFLINE:
+        raise RemoteError(f"{remote.uri} has not been read on this machine and HF_HUB_OFFLINE is set")
+    repo = HubRepo(remote)
+    try:
+        state = repo.require_state()
+    except RemoteError as exc:
+        fallback = cached_snapshot(remote, pinned[0]) if pinned is not None else None
+        if fallback is None:
+            raise
+        # stderr, like the CLI's notes: stdout carries the command's output.
+        print(f"funes: warning: {exc}; reading {remote.uri} as of commit {pinned[0][:12]}, pinned"
+              f" {pinned[1]:.0f} s ago", file=sys.stderr)
+        return fallback
+    snapshot = fetch_snapshot(repo, state)
+    pin_head(remote, state.sha)
+    return snapshot
+
+
+# --------------------------------------------------------------------------- checks and indexes
+
+
+def _check_model(memory: Memory) -> None:
+    """A remote embedded with another model cannot be recalled with this one: say so in
+    one line (its owner re-publishes; nothing local can fix it)."""
+    from funes.embedding import IDENTITY
+    from funes.memory.schema import META_PREFIX
+    from funes.memory.store import IDENTITY_KEYS
+
+    have, want = memory.identity, IDENTITY.to_metadata()
+    if any(have[key] != want[f"{META_PREFIX}embedding.{key}"] for key in IDENTITY_KEYS):
+        raise MemoryIncompatibleError(
+            f"{memory.location.label} was embedded with {have['model_id'] or 'an unknown model'}"
+            f" (revision {have['revision'][:12] or '?'}, dim {have['dim'] or '?'}) but this funes embeds with"
+            f" {IDENTITY.model_id} (revision {IDENTITY.revision[:12]}, dim {IDENTITY.dim}): it cannot be recalled here"
+        )
+
+
+def _ensure_lexical(memory: Memory, remote: HubRemote) -> None:
+    """Make the commit's BM25 index cover its table, seeded from an earlier commit's."""
+    import numpy as np
+    from filelock import FileLock
+
+    from funes.memory.lexical import LexicalIndex
+
+    location = memory.location
+    folder = location.lexical_dir
+    if LexicalIndex.open(folder).table_version == memory.version:
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.parent / "bm25.lock")):
+        index = LexicalIndex.open(folder)
+        if index.table_version == memory.version:
+            return
+        if not index.segments:
+            seed = _latest_other_index(remote, folder.parent.name)
+            if seed is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+                shutil.copytree(seed, folder)
+                index = LexicalIndex.open(folder)
+        ids = memory.scan(["id"]).column("id").to_numpy(zero_copy_only=False).astype("<U16")
+        missing = [str(i) for i in ids[~np.isin(ids, index.covered_ids())]]
+        documents = memory.documents(missing)
+        index.add(missing, [documents[i] for i in missing], memory.version, memory.documents)
+    _prune_derived(remote)
+
+
+def _latest_other_index(remote: HubRemote, sha: str) -> Path | None:
+    candidates = [path / "bm25" for path in _derived_commits(remote) if path.name != sha and (path / "bm25").is_dir()]
+    return max(candidates, key=lambda path: path.stat().st_mtime, default=None)
+
+
+def _derived_commits(remote: HubRemote) -> list[Path]:
+    root = derived_root(remote)
+    return [path for path in root.iterdir() if path.is_dir()] if root.is_dir() else []
+
+
+def _prune_derived(remote: HubRemote) -> None:
+    commits = sorted(_derived_commits(remote), key=lambda path: path.stat().st_mtime, reverse=True)
+    for stale in commits[KEEP_DERIVED_COMMITS:]:
+        shutil.rmtree(stale, ignore_errors=True)
