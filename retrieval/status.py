@@ -15,6 +15,7 @@ def memory_status(spec: str | None) -> dict[str, Any]:
     identity = memory.identity
     indexed_at = memory.scan(["indexed_at"]).column("indexed_at").to_pylist()
     lexical = memory.lexical()
+    from funes.hub.receipts import push_backlog
     from funes.retrieval.rerank import reranker_status
 
     return {
@@ -32,6 +33,8 @@ def memory_status(spec: str | None) -> dict[str, Any]:
         "reranker": reranker_status(),
         "table_version": stats.version,
         "lexical_segments": len(lexical.segments),
+        # What this host has not pushed to each remote, from its push receipts (no request).
+        "remotes": push_backlog(memory),
     }
 
 
@@ -51,4 +54,9 @@ def render_status(status: dict[str, Any]) -> str:
     ]
     reranker = status["reranker"]
     lines.append(f"reranker    {reranker['model'] if reranker['available'] else 'off: ' + reranker['reason']}")
+    for remote in status.get("remotes", []):
+        behind = ("up to date" if not remote["unpushed_chunks"] else
+                  f"{remote['unpushed_chunks']} chunks in {remote['unpushed_sessions']} session(s) not pushed")
+        lines.append(f"push        {remote['remote']}: {behind} (last push {remote['pushed_at']},"
+                     f" commit {remote['commit'][:12]})")
     return "\n".join(lines)

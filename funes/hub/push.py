@@ -1,0 +1,327 @@
+"""Publishing a memory to a Hub dataset repo: ``funes push``, the hooks and the
+``hub_publication`` asset all call :func:`push`.
+
+One push is one commit.  The remote's table at its head commit is fetched (only the live
+files, through the HF cache), the local chunks it lacks are appended to a staged copy
+with Lance, and exactly the files Lance added (data files, manifest, transaction; never
+its rewritable version hint) plus the dataset card are sent as one ``create_commit`` whose
+``parent_commit`` is that head, so a push only ever adds files.  Lance never writes to ``hf://`` itself: each of its writes would be a commit of
+its own, with no compare-and-swap.  When the head moved meanwhile (HTTP 412/409) the
+push reads the new head and does it again, so concurrent pushes from several hosts all
+land, one after another, and none overwrites another.
+
+What ships: chunks whose whole block is embedded (the rest waits for its vectors) and
+passes the egress gate (:mod:`funes.hub.gate`); for a project memory, only the sessions
+this host included (:mod:`funes.hub.curation`).  New repos are private; an existing one
+keeps its visibility.  The first push from a memory to a remote holding none of its
+chunks asks first (off a terminal it refuses unless ``assume_yes``): it is a typo as
+often as a new memory.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from funes.errors import FunesError, MemoryIncompatibleError, RemoteError, UsageError, WriterBusyError
+from funes.hub.card import MemoryStats, is_funes_card, render_card
+from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions
+from funes.hub.gate import GateResult, gate, rows_by_id
+from funes.hub.reader import pin_head
+from funes.hub.receipts import Receipt, receipt_path
+from funes.hub.repo import CARD_PATH, TABLE_DIR, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
+from funes.hub.snapshot import VERSION_HINT, VERSIONS_DIR, Snapshot, fetch_snapshot
+from funes.memory.location import MemoryLocation, local_memory
+from funes.memory.store import Memory
+
+MAX_ATTEMPTS = 8
+RETRY_BASE_S = 0.25
+
+
+class NothingPublishable(FunesError):
+    """Every chunk the remote lacks was held back by the egress gate."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, report: PushReport):
+        super().__init__(message)
+        self.report = report
+
+
+class PushRefused(UsageError):
+    """A first push to a remote sharing nothing with this memory, not confirmed."""
+
+
+@dataclass
+class PushReport:
+    remote: str  # hf://datasets/<org>/<repo>
+    commit: str | None = None  # the commit made; None when there was nothing to publish
+    private: bool | None = None
+    created: bool = False  # the repo was created (private) by this push
+    pushed: int = 0  # chunks published by this push
+    sessions: int = 0  # sessions they belong to
+    already_there: int = 0  # local chunks the remote held before
+    gate: GateResult = field(default_factory=GateResult)
+    pending_review: list[str] = field(default_factory=list)  # project sessions awaiting a decision
+    project: str | None = None
+    card: str = ""  # "written", "refreshed", "kept" (hand-written) or "" (no commit)
+    attempts: int = 0
+
+    @property
+    def held_back(self) -> int:
+        return self.gate.held_chunks
+
+    def summary(self) -> str:
+        if self.commit is None:
+            line = f"{self.remote}: up to date ({self.already_there} chunks there)"
+        else:
+            visibility = "" if self.private is None else (" (private)" if self.private else " (public)")
+            line = (f"{self.remote}{visibility}: pushed {self.pushed} chunks from {self.sessions} session(s)"
+                    f" in commit {self.commit[:12]}")
+            if self.created:
+                line += ", new repo"
+        if self.gate.awaiting_vectors:
+            line += f"; {self.gate.awaiting_vectors} chunk(s) wait for their vectors (`funes index --yes`)"
+        return line
+
+    def warnings(self) -> list[str]:
+        notes = []
+        if self.held_back:
+            notes.append(f"held back {self.gate.describe_held()}; run `funes scrub`, then push again")
+        if self.pending_review:
+            notes.append(f"{len(self.pending_review)} session(s) of {self.project} await review:"
+                         f" `funes curate {self.remote} {self.project}`")
+        return notes
+
+
+def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: bool = False,
+         confirm: Callable[[str], bool] | None = None, max_attempts: int = MAX_ATTEMPTS) -> PushReport:
+    """Publish what ``remote`` lacks of the memory at ``location`` (default: the local one).
+
+    ``confirm`` asks the user a yes/no question (None: nobody to ask).  Raises
+    :class:`NothingPublishable` (exit 2) when the gate held back everything new,
+    :class:`PushRefused` when the wrong-memory guard was not confirmed,
+    :class:`~funes.errors.WriterBusyError` when another push to ``remote`` from this
+    memory is running, and :class:`~funes.errors.RemoteError` for the Hub's failures.
+    """
+    hub_remote = parse_remote(remote)
+    location = location or local_memory()
+    local = Memory.open(location)
+    local.require_rows()
+    with _publish_lock(location, hub_remote):
+        publication = _Publication(hub_remote, location, local)
+        return publication.run(assume_yes=assume_yes, confirm=confirm, max_attempts=max_attempts)
+
+
+@contextmanager
+def _publish_lock(location: MemoryLocation, remote: HubRemote) -> Iterator[None]:
+    from filelock import FileLock, Timeout
+
+    path = receipt_path(location, remote).with_suffix(".push.lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout as exc:
+        raise WriterBusyError(f"another funes push of this memory to {remote.uri} is running; it will ship this too") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@dataclass(frozen=True)
+class _RemoteTable:
+    snapshot: Snapshot
+    memory: Memory
+    ids: frozenset[str]
+
+    @classmethod
+    def read(cls, repo: HubRepo, state: RepoState | None) -> _RemoteTable | None:
+        if state is None or not state.table_files():
+            return None
+        snapshot = fetch_snapshot(repo, state)
+        memory = Memory.open(MemoryLocation(uri=str(snapshot.root), label=repo.remote.uri))
+        return cls(snapshot, memory, frozenset(memory.scan(["id"]).column("id").to_pylist()))
+
+
+class _Publication:
+    def __init__(self, remote: HubRemote, location: MemoryLocation, local: Memory):
+        self.remote = remote
+        self.location = location
+        self.local = local
+        self.repo = HubRepo(remote)
+        self.curation = Curation.load(remote)
+        self.sessions = local.scan(SESSION_COLUMNS)
+        self.local_ids = frozenset(self.sessions.column("id").to_pylist())
+        self.first_push = Receipt.load(location, remote) is None
+
+    def run(self, *, assume_yes: bool, confirm: Callable[[str], bool] | None, max_attempts: int) -> PushReport:
+        confirmed = assume_yes
+        for attempt in range(1, max_attempts + 1):
+            state = self.repo.state()
+            remote_table = _RemoteTable.read(self.repo, state)
+            report = PushReport(self.remote.uri, attempts=attempt, private=None if state is None else state.private)
+            remote_ids = remote_table.ids if remote_table else frozenset()
+            if remote_table is not None:
+                self._check_model(remote_table.memory)
+            candidates = self._eligible(remote_table, report) - remote_ids
+            report.already_there = len(self.local_ids & remote_ids)
+            if candidates and not confirmed:
+                self._guard(remote_ids, candidates, confirm)
+                confirmed = True
+            report.gate = gate(self.local, candidates)
+            publishable = report.gate.publishable
+            if not publishable:
+                if report.gate.held_chunks:
+                    raise NothingPublishable(f"{self.remote.uri}: nothing published, held back"
+                                             f" {report.gate.describe_held()}; run `funes scrub`, then push again",
+                                             report)
+                if state is not None:
+                    self._record(state.sha, remote_ids)
+                return report
+            try:
+                self._publish(state, remote_table, publishable, report)
+            except HeadMoved:
+                # Another host pushed since we read the head: start again from the new one.
+                time.sleep(RETRY_BASE_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+                continue
+            self._record(report.commit, remote_ids | set(publishable))  # type: ignore[arg-type]
+            return report
+        raise RemoteError(f"{self.remote.uri} kept moving during {max_attempts} attempts to push; try again")
+
+    # ------------------------------------------------------------------ what ships
+    def _check_model(self, remote: Memory) -> None:
+        if remote.identity != self.local.identity:
+            theirs, ours = remote.identity, self.local.identity
+            raise MemoryIncompatibleError(
+                f"{self.remote.uri} holds vectors of {theirs['model_id'] or 'an unknown model'}"
+                f" ({theirs['revision'][:12] or '?'}, dim {theirs['dim'] or '?'}) but this memory's are"
+                f" {ours['model_id']} ({ours['revision'][:12]}, dim {ours['dim']}): push to another repo"
+            )
+
+    def _eligible(self, remote_table: _RemoteTable | None, report: PushReport) -> set[str]:
+        """The local chunks this remote may receive: all of them, or for a project memory
+        the included sessions of its repository."""
+        stamped = remote_table.memory.metadata.get(PROJECT_KEY) if remote_table else None
+        if stamped and self.curation.project and stamped != self.curation.project:
+            raise UsageError(f"{self.remote.uri} is the project memory of {stamped}, but this host's curation"
+                             f" names {self.curation.project}: fix {self.curation.remote.key} in the curation folder")
+        report.project = stamped or self.curation.project
+        if report.project is None:
+            return set(self.local_ids)
+        project = ProjectSessions.from_rows(self.sessions, report.project)
+        report.pending_review = project.pending(self.curation, remote_table.ids if remote_table else ())
+        return project.admitted(self.curation)
+
+    def _guard(self, remote_ids: frozenset[str], candidates: set[str], confirm: Callable[[str], bool] | None) -> None:
+        """A first push to a remote that shares nothing with this memory: ask."""
+        if not self.first_push or self.local_ids & remote_ids:
+            return
+        held = "holds none of this memory's chunks" if remote_ids else "is empty or does not exist yet"
+        question = f"{self.remote.uri} {held}; publish {len(candidates)} chunks of this memory there?"
+        if confirm is not None and confirm(question):
+            return
+        raise PushRefused(f"{self.remote.uri} {held} and this memory never pushed there:"
+                          " pass --yes to publish to it")
+
+    # ------------------------------------------------------------------ the commit
+    def _publish(self, state: RepoState | None, remote_table: _RemoteTable | None, publishable: list[str],
+                 report: PushReport) -> None:
+        from huggingface_hub import CommitOperationAdd
+
+        rows = rows_by_id(self.local, publishable, self.local.dataset.schema.names)
+        report.pushed = rows.num_rows
+        report.sessions = len(set(zip(rows.column("harness").to_pylist(), rows.column("session_id").to_pylist())))
+        with tempfile.TemporaryDirectory(prefix="funes-push-") as scratch:
+            staging = Path(scratch)
+            table = self._stage(staging, remote_table, rows, report.project)
+            known = set(remote_table.snapshot.files) if remote_table else set()
+            written = sorted(path for path in _files_under(staging) if path not in known and not _mutable(path))
+            operations = [CommitOperationAdd(path, str(staging / path)) for path in written]
+            card = self._card(state, table, report)
+            if card is not None:
+                operations.append(CommitOperationAdd(CARD_PATH, card.encode("utf-8")))
+            if state is None:
+                self.repo.create()
+                state = self.repo.require_state()
+                report.created, report.private = True, state.private
+                if state.table_files():
+                    raise HeadMoved(f"{self.remote.uri} was created and pushed to meanwhile")
+            message = f"funes push: {report.pushed} chunks from {report.sessions} session(s)"
+            report.commit = self.repo.commit(operations, parent=state.sha, message=message)
+
+    def _stage(self, staging: Path, remote_table: _RemoteTable | None, rows: pa.Table, project: str | None) -> Any:
+        """The remote's table with ``rows`` appended, in ``staging``: its files linked
+        from the HF cache (Lance only ever adds files), the new ones written by Lance."""
+        import lance
+
+        uri = str(staging / TABLE_DIR)
+        if remote_table is None:
+            schema = self.local.dataset.schema
+            metadata = dict(schema.metadata or {})
+            if project:
+                metadata[PROJECT_KEY.encode()] = project.encode()
+            lance.write_dataset(_conform(rows, schema.with_metadata(metadata)), uri)
+            return lance.dataset(uri)
+        for path in remote_table.snapshot.files:
+            target = staging / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.path.realpath(remote_table.snapshot.root / path), target)
+        dataset = lance.dataset(uri)
+        dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
+        if project and PROJECT_KEY not in remote_table.memory.metadata:
+            lance.dataset(uri).update_schema_metadata({PROJECT_KEY: project})
+        return lance.dataset(uri)
+
+    def _card(self, state: RepoState | None, table: Any, report: PushReport) -> str | None:
+        """The card to commit, or None to keep a hand-written one."""
+        if state is not None and CARD_PATH in state.files:
+            existing = self.repo.download(CARD_PATH, state.sha).read_text(encoding="utf-8", errors="replace")
+            if not is_funes_card(existing):
+                report.card = "kept"
+                return None
+            report.card = "refreshed"
+        else:
+            report.card = "written"
+        from funes.memory.schema import decode_metadata
+
+        stats = MemoryStats.of(table.to_table(columns=["session_id", "harness", "ts"]), decode_metadata(table.schema))
+        return render_card(self.remote, stats, _now())
+
+    def _record(self, commit: str, remote_ids: set[str] | frozenset[str]) -> None:
+        """Remember what the remote holds of this memory, and see the new head at once."""
+        Receipt(remote=self.remote.uri, endpoint=self.remote.endpoint, memory=self.location.uri, commit=commit,
+                pushed_at=_now(), ids=self.local_ids & frozenset(remote_ids)).save(self.location, self.remote)
+        pin_head(self.remote, commit)
+
+
+def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` in the column order and types of ``schema``; columns it lacks are null."""
+    columns = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+               for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _mutable(path: str) -> bool:
+    """Lance's version hint is rewritten by every commit: publishing it would turn each
+    push into a modification, and readers find the newest manifest by listing anyway."""
+    return path == f"{VERSIONS_DIR}{VERSION_HINT}"
+
+
+def _files_under(root: Path) -> list[str]:
+    return [path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file() or path.is_symlink()]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,213 @@
+"""What the Hub-tier tests share: running the CLI, writing transcripts and memories,
+and reading back everything a test Hub repo ever received."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+
+
+def funes(*args: str, env: dict | None = None, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    """The real CLI in a subprocess (stdin is not a terminal: nobody can be asked)."""
+    return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env or os.environ.copy(), stdin=subprocess.DEVNULL, **kwargs)
+
+
+def env_with(**variables: str) -> dict[str, str]:
+    return {**os.environ, **variables}
+
+
+# --------------------------------------------------------------------------- transcripts
+
+
+def write_claude_session(path: Path, session_id: str, texts: Sequence[str], *, cwd: str = "/work/app",
+                         start_minute: int = 0) -> Path:
+    """A Claude Code transcript whose turns alternate user and assistant, one text each."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines, parent = [], None
+    for number, text in enumerate(texts):
+        turn_uuid = f"{session_id[:8]}-0000-4000-8000-{start_minute + number:012d}"
+        role = "user" if number % 2 == 0 else "assistant"
+        content = text if role == "user" else [{"type": "text", "text": text}]
+        lines.append({"type": role, "uuid": turn_uuid, "parentUuid": parent, "sessionId": session_id, "cwd": cwd,
+                      "timestamp": f"2026-05-01T10:{(start_minute + number) // 60:02d}:{(start_minute + number) % 60:02d}.000Z",
+                      "message": {"role": role, "content": content}})
+        parent = turn_uuid
+    with path.open("a", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line) + "\n")
+    return path
+
+
+def index_into_local_memory(paths: Iterable[Path]) -> None:
+    """Index transcripts into $FUNES_HOME's memory with vectors, as `funes index --yes` does."""
+    from funes.embedding import IDENTITY, load_embedder
+    from funes.indexing import embed_backlog, index_units
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+    from funes.traces import discover
+
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        units = [unit for path in paths for unit in discover(path)]
+        report = index_units(writer, units)
+        assert not report.errors, report.errors
+        embed_backlog(writer, load_embedder("cpu"))
+
+
+def write_memory(chunks: Sequence, *, identity: dict[str, str] | None = None) -> None:
+    """Store ``chunks`` (funes.chunking.Chunk) in $FUNES_HOME's memory with random unit
+    vectors: for tests about what ships, not about what is found."""
+    from funes.embedding import IDENTITY
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(chunks), IDENTITY.dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    metadata = identity or IDENTITY.to_metadata()
+    with MemoryWriter.open(local_memory(), metadata, dim=IDENTITY.dim, allow_other_model=True) as writer:
+        writer.add_chunks(chunks, vectors)
+
+
+def chunk(session_id: str, turn: int, text: str, *, repo: str | None = None, block_idx: int = 0,
+          split_idx: int = 0, char_start: int = 0, **fields) -> object:
+    from funes.chunking import Chunk, chunk_id
+
+    turn_uuid = f"turn-{turn:04d}"
+    values = dict(id=chunk_id(session_id, turn_uuid, block_idx, split_idx), text=text, harness="claude_code",
+                  session_id=session_id, turn_uuid=turn_uuid, parent_uuid=None, seq=turn,
+                  ts=f"2026-05-01T10:00:{turn % 60:02d}.000Z", role="user" if turn % 2 == 0 else "assistant",
+                  block_type="text", tool_name=None, block_idx=block_idx, split_idx=split_idx,
+                  char_start=char_start, tier=1, workdir="-work-app", cwd="/work/app", repo=repo, branch="main",
+                  source_path="/work/app/session.jsonl", parent_session_id=None, is_subagent=False)
+    values.update(fields)
+    return Chunk(**values)
+
+
+def local_ids(funes_home: Path) -> set[str]:
+    import lance
+
+    return set(lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(columns=["id"])
+               .column("id").to_pylist())
+
+
+# --------------------------------------------------------------------------- the test Hub's repos
+
+
+def git(hub_server, repo_id: str, *args: str) -> str:
+    git_dir = hub_server.git_dir(repo_id, "dataset")
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def commits(hub_server, repo_id: str) -> list[str]:
+    """Commit SHAs on main, newest first."""
+    return git(hub_server, repo_id, "rev-list", "main").split()
+
+
+def changed_files(hub_server, repo_id: str, commit: str) -> dict[str, str]:
+    """{path: status letter} of ``commit`` against its parent."""
+    out = git(hub_server, repo_id, "diff", "--name-status", f"{commit}^", commit)
+    return {line.split("\t")[1]: line.split("\t")[0] for line in out.splitlines()}
+
+
+def remote_ids(hub_server, repo_id: str) -> set[str]:
+    """Chunk ids of the table at the head commit, read from a checkout of the git repo."""
+    import lance
+
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(["git", f"--git-dir={hub_server.git_dir(repo_id, 'dataset')}", "archive", "main"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        table = lance.dataset(f"{folder}/chunks.lance").to_table(columns=["id"])
+        return set(table.column("id").to_pylist())
+
+
+def everything_published(hub_server, repo_id: str) -> str:
+    """Every blob the repo ever received, as text: Lance data files decoded (their
+    strings are compressed on disk), other files as they are."""
+    import lance.file
+
+    git_dir = hub_server.git_dir(repo_id, "dataset")
+    listing = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-all-objects", "--batch-check"],
+                             capture_output=True, text=True, check=True).stdout
+    parts = []
+    with tempfile.TemporaryDirectory() as folder:
+        for line in listing.splitlines():
+            oid, kind, _ = line.split()
+            if kind != "blob":
+                continue
+            data = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", oid], capture_output=True,
+                                  check=True).stdout
+            parts.append(data.decode("utf-8", "replace"))
+            if data.endswith(b"LANC"):
+                path = Path(folder) / f"{oid}.lance"
+                path.write_bytes(data)
+                try:
+                    table = lance.file.LanceFileReader(str(path)).read_all().to_table()
+                except Exception:  # noqa: BLE001 - an index file: no rows of text
+                    continue
+                parts += [str(value) for column in table.columns for value in column.to_pylist()]
+    return "\n".join(parts)
+
+
+def secret_transcript(path: Path, secrets: Sequence, *, clean_turns: int) -> Path:
+    """A transcript asking for, then showing, each fake secret's context; then clean notes."""
+    texts = []
+    for secret in secrets:
+        texts += [f"What does the {secret.kind} output say?", f"Here it is:\n{secret.context_text}"]
+    texts += [f"A clean note about the build pipeline, number {n}." for n in range(clean_turns)]
+    return write_claude_session(path, "5ec2e75e-0000-4000-8000-000000000001", texts)
+
+
+@contextmanager
+def unredacted_indexing() -> Iterator[None]:
+    """Index as if the scanner had missed everything (an older funes, another tool)."""
+    from funes import chunking
+    from funes.redaction import Redaction
+
+    redact_many = chunking.redact_many
+    chunking.redact_many = lambda texts: [Redaction(text) for text in texts]
+    try:
+        yield
+    finally:
+        chunking.redact_many = redact_many
+
+
+def assert_no_secret_published(hub_server, repo_id: str, secrets: Sequence) -> None:
+    published = everything_published(hub_server, repo_id)
+    assert "clean note about the build pipeline" in published  # the files were read
+    for secret in secrets:
+        for value in secret.values:
+            assert not any(form in published for form in secret_forms(value)), secret.kind
+
+
+def secret_forms(value: str) -> set[str]:
+    """A secret raw and JSON-escaped once and twice, as a transcript may hold it."""
+    forms, level = {value}, {value}
+    for _ in range(2):
+        level = {json.dumps(form)[1:-1] for form in level}
+        forms |= level
+    return forms
+
+
+def run_cli(*args: str) -> int:
+    """The CLI in this process (fast: libraries and the scanner stay loaded); its exit
+    code.  Read its output with capsys."""
+    from funes.cli.main import run
+
+    try:
+        run(list(args))
+    except SystemExit as exit:
+        return int(exit.code or 0)
+    return 0
