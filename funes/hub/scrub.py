@@ -1,0 +1,87 @@
+"""``funes scrub``: repair a memory so that what the egress gate holds back can publish.
+
+Index-time redaction can miss a secret (a memory indexed before a rule existed, or by
+another tool).  Scrub rebuilds every stored block from its chunks and redacts it whole:
+
+* a secret that can be located is replaced by ``[REDACTED:<rule>]``, the block is split
+  again and only its replacement chunks are re-embedded (clean blocks keep theirs);
+* a block whose secret cannot be located safely is dropped entirely;
+* the replacement is one commit, then fragments that held the old rows are rewritten and
+  every older version is deleted, so no file of the memory can give the secret back;
+  the BM25 and scalar indexes are rebuilt from the result.
+
+Transcripts are never touched, and a published remote is not altered: a credential that
+reached the Hub must be revoked.  A scanner that fails stops the scrub before any change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+
+from funes.chunking import Chunk, chunk_id, split_text
+from funes.hub.gate import block_text
+from funes.indexing import TextEmbedder, embedding_input
+from funes.memory.schema import ROW_COLUMNS
+from funes.memory.store import MemoryWriter
+from funes.redaction import redact_many, rule_label
+
+# Provenance every split of a block shares, copied from its first split.
+_BLOCK_FIELDS = tuple(f.name for f in fields(Chunk) if f.name not in ("id", "text", "split_idx", "char_start"))
+
+
+@dataclass
+class ScrubReport:
+    blocks: int = 0  # blocks scanned
+    redacted_blocks: int = 0
+    dropped_blocks: int = 0
+    secrets: Counter[str] = field(default_factory=Counter)  # rule label → findings
+    chunks_removed: int = 0
+    chunks_written: int = 0
+
+    def summary(self) -> str:
+        found = ", ".join(f"{rule}×{n}" for rule, n in sorted(self.secrets.items())) or "none"
+        return (f"scanned {self.blocks} blocks: {self.redacted_blocks} redacted, {self.dropped_blocks} dropped"
+                f" (secrets: {found}); {self.chunks_removed} chunks replaced by {self.chunks_written};"
+                " older versions deleted")
+
+
+def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
+    """Redact or drop every block of ``writer``'s memory holding a secret (see the module)."""
+    rows = writer.table.search().select(list(ROW_COLUMNS)).limit(None).to_arrow().to_pylist()
+    blocks: dict[tuple[str, str, int], list[dict]] = {}
+    for row in rows:
+        blocks.setdefault((row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0)), []).append(row)
+    keys = list(blocks)
+    for key in keys:
+        blocks[key].sort(key=lambda row: int(row["split_idx"] or 0))
+    texts = [block_text([(row["char_start"], row["text"]) for row in blocks[key]]) for key in keys]
+
+    report = ScrubReport(blocks=len(keys))
+    removed: list[str] = []
+    replacements: list[Chunk] = []
+    for key, redaction in zip(keys, redact_many(texts), strict=True):
+        if not redaction.findings:
+            continue
+        for rule, count in redaction.findings.items():
+            report.secrets[rule_label(rule)] += count
+        old = blocks[key]
+        removed += [row["id"] for row in old]
+        if redaction.text is None:
+            report.dropped_blocks += 1
+            continue
+        report.redacted_blocks += 1
+        shared = {name: old[0][name] for name in _BLOCK_FIELDS}
+        for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
+            replacements.append(Chunk(id=chunk_id(key[0], key[1], key[2], split_idx), text=piece,
+                                      split_idx=split_idx, char_start=start, **shared))
+    if removed:
+        vectors = None
+        if replacements:
+            vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in replacements])
+        writer.replace_chunks(removed, replacements, vectors)
+    report.chunks_removed, report.chunks_written = len(removed), len(replacements)
+    writer.maintain(keep_versions_for=timedelta(0))
+    writer.purge_history()
+    return report

@@ -1,0 +1,97 @@
+"""`funes scrub`: redact what can be located, drop what cannot, re-embed the replaced
+chunks, rebuild the indexes and delete older versions; then the gate lets them out."""
+
+import json
+
+import lance
+import lance.file
+import pytest
+
+from fake_secrets import generate_secrets
+from hub_helpers import (
+    assert_no_secret_published,
+    everything_published,
+    index_into_local_memory,
+    local_ids,
+    run_cli,
+    secret_forms,
+    secret_transcript,
+    unredacted_indexing,
+)
+
+SECRETS = generate_secrets(seed=23)
+
+
+def memory_text(funes_home):
+    """Every string in every file of the memory: Lance data files decoded (their
+    strings are compressed), the BM25 segments' vocabularies as they are."""
+    parts = []
+    for path in (funes_home / "memory").rglob("*"):
+        if path.suffix == ".lance" and "data" in path.parts:
+            table = lance.file.LanceFileReader(str(path)).read_all().to_table()
+            parts += [str(value) for column in table.columns for value in column.to_pylist()]
+        elif path.is_file() and path.suffix in (".json", ".npy"):
+            parts.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(parts)
+
+
+def contains_a_secret(text):
+    return [s.kind for s in SECRETS for value in s.values if any(form in text for form in secret_forms(value))]
+
+
+@pytest.fixture
+def leaky_memory(isolated_env, tmp_path):
+    """A memory indexed while the scanner missed every secret."""
+    with unredacted_indexing():
+        index_into_local_memory([secret_transcript(tmp_path / "t" / "secrets.jsonl", SECRETS, clean_turns=3)])
+    return isolated_env / ".funes"
+
+
+def test_scrub_repairs_the_memory_and_the_next_push_ships_it_clean(leaky_memory, hub_server, hub_env, capsys):
+    repo_id = "test-user/scrubbed"
+    assert contains_a_secret(memory_text(leaky_memory))
+    assert run_cli("push", repo_id, "--yes", "--json") == 0
+    held = json.loads(capsys.readouterr().out)["held_back"]
+    assert held >= len(SECRETS)
+
+    assert run_cli("scrub") == 0
+    summary = capsys.readouterr().err
+    assert summary.startswith(f"local: scanned {2 * len(SECRETS) + 3} blocks: ")
+    assert "older versions deleted" in summary and "aws-access-token×" in summary
+    assert contains_a_secret(memory_text(leaky_memory)) == []
+    dataset = lance.dataset(str(leaky_memory / "memory" / "chunks.lance"))
+    assert len(dataset.versions()) == 1
+    assert dataset.count_rows("vector IS NULL") == 0  # replaced chunks were embedded again
+    assert dataset.count_rows("text LIKE '%[REDACTED:%'") >= len(SECRETS) - 2  # few blocks have to be dropped
+
+    assert run_cli("push", repo_id, "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["held_back"] == 0 and report["pushed"] > 0
+    assert_no_secret_published(hub_server, repo_id, SECRETS)
+    assert "[REDACTED:" in everything_published(hub_server, repo_id)
+    assert run_cli("recall", "clean note about the build pipeline", "--no-rerank", "--json") == 0
+    assert json.loads(capsys.readouterr().out)
+
+
+def test_scrub_of_a_clean_memory_keeps_every_row_and_vector(memory_home, capsys):
+    funes_home = memory_home / ".funes"
+    before = lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(columns=["id", "text", "vector"])
+    assert run_cli("scrub") == 0
+    assert "0 redacted, 0 dropped (secrets: none); 0 chunks replaced by 0" in capsys.readouterr().err
+    after = lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(columns=["id", "text", "vector"])
+    assert sorted(after.to_pylist(), key=lambda r: r["id"]) == sorted(before.to_pylist(), key=lambda r: r["id"])
+
+
+def test_scrub_changes_nothing_when_the_scanner_is_unavailable(leaky_memory, monkeypatch, capsys):
+    from funes import redaction
+
+    def unavailable():
+        raise redaction.SecretScannerUnavailable("the secret scanner is not installed: test")
+
+    monkeypatch.setattr(redaction, "get_scanner", unavailable)
+    version = lance.dataset(str(leaky_memory / "memory" / "chunks.lance")).version
+    ids = local_ids(leaky_memory)
+    assert run_cli("scrub") == 1
+    assert capsys.readouterr().err == "funes: the secret scanner is not installed: test\n"
+    assert lance.dataset(str(leaky_memory / "memory" / "chunks.lance")).version == version
+    assert local_ids(leaky_memory) == ids
