@@ -158,3 +158,17 @@ def test_claude_mcp_sees_the_registration(claude_home):
     gone = run_cli("claude", "mcp", "get", "funes")
     assert gone.returncode != 0 and 'No MCP server named "funes"' in gone.stdout + gone.stderr
     assert json.loads((claude_home / ".claude.json").read_text())["numStartups"] == 42
+
+
+def test_add_builds_the_first_index_text_first_when_there_is_none(claude_home):
+    transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"
+    write(claude_home / ".claude" / "projects" / "-home-me-app" / "s1.jsonl", transcript.read_text())
+    unattended = funes("add", "claude")  # a script without --yes is not asked, and not indexed
+    assert unattended.code == 0 and "funes index --harness claude" in unattended.err
+    assert not (claude_home / ".funes" / "memory").exists()
+    result = funes("add", "claude", "--yes")
+    assert result.code == 0, result.err
+    assert "nothing to change" in result.out and "First index: 1 Claude Code session(s)" in result.out
+    status = json.loads(funes("status", "--json").out)
+    assert status["harnesses"]["claude_code"]["sessions"] == 1 and status["embedded"] == status["chunks"]
+    assert "First index" not in funes("add", "claude", "--yes").out  # there is one now
