@@ -180,18 +180,23 @@ def turn_to_recallable(home: Path, turns: int, *, warm: bool) -> dict:
         ranks.append(next((rank for rank, hit in enumerate(hits, 1) if word in hit.text), None))
     log = (funes_home / "logs" / "hooks.log").read_text()
     worker_s = [float(s) for s in re.findall(r"indexed 1 of 1 session\(s\).* in ([0-9.]+)s", log)][-turns:]
-    if warm:  # the worker would wait WARM_IDLE_S more for a next turn
-        for pid in set(re.findall(r"worker\[(\d+)\]", log)):
+    resident_mb = None
+    if warm:  # the worker would wait WARM_IDLE_S more for a next turn: note its size, then stop it
+        for pid in {int(p) for p in re.findall(r"worker\[(\d+)\]", log)}:
             try:
-                os.kill(int(pid), signal.SIGTERM)
-            except ProcessLookupError:
+                status = Path(f"/proc/{pid}/status").read_text()
+                resident_mb = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) // 1024
+                os.kill(pid, signal.SIGTERM)
+            except (OSError, AttributeError):
                 pass
     return {"worker": "warm" if warm else "cold", "turns": turns, "p50_s": round(statistics.median(latencies), 2),
             "max_s": round(max(latencies), 2), "samples_s": [round(x, 2) for x in latencies], "recall_rank": ranks,
-            "worker_index_s_p50": round(statistics.median(worker_s), 2) if worker_s else None}
+            "worker_index_s_p50": round(statistics.median(worker_s), 2) if worker_s else None,
+            "resident_mb": resident_mb}
 
 
 def markdown(hooks: dict, memory: dict, latencies: list[dict]) -> str:
+    warm_mb = next((r["resident_mb"] for r in latencies if r["resident_mb"]), "?")
     rows = "\n".join(
         f"| {r['worker']} | {r['p50_s']} s | {r['max_s']} s | {', '.join(str(x) for x in r['samples_s'])} s "
         f"| {r['worker_index_s_p50']} s | {', '.join(str(x) for x in r['recall_rank'])} |" for r in latencies)
@@ -216,13 +221,15 @@ it with its vector. *Cold*: no worker running, so the turn pays its start-up (in
 the embedder and secret rules, loaded in parallel); *warm*: the worker of the session's previous turn is still
 waiting (it stays {hook_worker.IDLE_EXIT_S:.0f} s after its last turn, `$FUNES_HOOK_IDLE_S`). Goal ≤ 3 s.
 
-| worker | p50 | max | samples | worker's indexing of the turn (p50) | rank of the turn in recall |
+| worker | p50 | max | samples | worker's indexing step, as logged (p50) | rank of the turn in recall |
 |---|---|---|---|---|---|
 {rows}
 
-The worker's indexing of one turn: reading the memory's stored ids (to insert only new chunks), parsing and
-redacting the session, embedding its new chunks, one Lance merge-insert and the BM25 segment for them. Dagster
-run recording (off here) follows the write, off this path.
+The logged step opens the memory (cold: that is where `import lancedb` happens, ~1-3 s here, and where the
+models loading alongside are waited for), reads its stored ids (to insert only new chunks), parses and redacts
+the session, embeds its new chunks, and writes one Lance merge-insert and their BM25 segment. A waiting worker
+holds {warm_mb} MB resident with this memory; `FUNES_HOOK_IDLE_S=0` makes workers exit at once instead.
+Dagster run recording (off here) follows the write, off this path.
 """
 
 

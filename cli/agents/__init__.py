@@ -75,8 +75,8 @@ class Binding:
     def hook_command(self, agent: str, *, publish: bool = False) -> list[str]:
         """The hook's argv: the absolute interpreter, so it runs with an agent's bare PATH."""
         command = [sys.executable, "-m", HOOK_MODULE, agent]
-        if publish:
-            return [*command, "--publish", self.memory or ""]
+        if publish and self.memory:
+            return [*command, "--publish", self.memory]
         if self.memory and not self.remote:  # a folder or object-store memory is indexed in place
             command += ["--memory", self.memory]
         return command
