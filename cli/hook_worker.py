@@ -2,10 +2,11 @@
 
     python -m funes.cli.hook_worker        (started detached by funes.hook)
 
-One worker at a time drains ``$FUNES_HOME/spool``: it takes ``spool/.worker.lock``
-before importing anything heavy, so the others a burst of hooks starts exit at
-once; the one draining looks at the spool again after letting the lock go, so a
-turn spooled at any moment is handled by someone.  Requests are grouped by
+One worker at a time drains ``$FUNES_HOME/spool``: it holds ``spool/.worker.lock``
+(the hook starts no worker while it is held) and takes it before importing
+anything heavy, so a surplus worker a race starts exits at once; the one draining
+looks at the spool again after letting the lock go, so a turn spooled at any
+moment is handled by someone.  Requests are grouped by
 memory and session: a burst indexes each session once, its new chunks embedded in
 the same write.  Only the sessions the requests name are indexed, never a sweep.
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from funes.hook import LOG_NAME, spool_dir
+from funes.hook import LOG_NAME, WORKER_LOCK, spool_dir
 
 log = logging.getLogger("funes.hook")
 
@@ -97,7 +98,7 @@ def has_requests(folder: Path) -> bool:
 def worker_lock(folder: Path) -> Iterator[bool]:
     """Whether this process is the one worker draining ``folder`` (released on exit)."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".worker.lock", "a") as handle:
+    with open(folder / WORKER_LOCK, "a") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -5,7 +5,8 @@
 It reads the agent's JSON payload from stdin (all of it: an unread pipe can block
 or kill the agent), keeps the few fields that name the session, spools them under
 ``$FUNES_HOME/spool/``, starts ``funes.cli.hook_worker`` detached (a new session,
-no inherited descriptors, stdio away from the agent's pipes) and exits 0.
+no inherited descriptors, stdio away from the agent's pipes) unless one is already
+at work or waiting for the next turn, and exits 0.
 
 It never prints on stdout (Claude and Codex read decisions there), never exits
 non-zero, and fails open: an error is logged to ``$FUNES_HOME/logs/hooks.log`` and
@@ -31,6 +32,7 @@ from funes.config import funes_home, logs_dir
 MARKER_ENV = "FUNES_HOOK"
 WORKER_MODULE = "funes.cli.hook_worker"
 LOG_NAME = "hooks.log"
+WORKER_LOCK = ".worker.lock"  # held by the one worker draining the spool
 # What the worker needs from a payload to find the session (Hermes: session_id and
 # profile; the others: transcript_path).  The rest (Hermes sends the whole
 # conversation) is dropped.
@@ -66,6 +68,23 @@ def spool(request: dict) -> None:
     os.replace(temporary, folder / name)
 
 
+def worker_waiting(folder) -> bool:
+    """Whether a worker holds the spool (indexing, or waiting for the next turn with
+    its models loaded): it takes this request, so no other is started.  The worker
+    looks at the spool again after letting the lock go, so none is missed."""
+    try:
+        import fcntl
+    except ImportError:  # no flock here: always start one; a surplus worker exits at once
+        return False
+    with open(folder / WORKER_LOCK, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 def start_worker() -> None:
     logs = logs_dir()
     logs.mkdir(parents=True, exist_ok=True)
@@ -96,8 +115,9 @@ def main(argv: list[str]) -> int:
     if os.environ.get(MARKER_ENV) or not argv:
         return 0
     try:
-        spool(request_from(argv, payload))
-        start_worker()
+        spool(request_from(argv, payload))  # before looking for a worker: see worker_waiting
+        if not worker_waiting(spool_dir()):
+            start_worker()
     except Exception as error:  # noqa: BLE001 - fail open, whatever happens
         log_failure(argv, error)
     return 0
