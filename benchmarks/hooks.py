@@ -195,12 +195,13 @@ def turn_to_recallable(home: Path, turns: int, *, warm: bool) -> dict:
             "resident_mb": resident_mb}
 
 
-def markdown(hooks: dict, memory: dict, latencies: list[dict]) -> str:
+def markdown(hooks: dict, memory: dict, latencies: list[dict], load: tuple[float, float]) -> str:
     warm_mb = next((r["resident_mb"] for r in latencies if r["resident_mb"]), "?")
     rows = "\n".join(
         f"| {r['worker']} | {r['p50_s']} s | {r['max_s']} s | {', '.join(str(x) for x in r['samples_s'])} s "
         f"| {r['worker_index_s_p50']} s | {', '.join(str(x) for x in r['recall_rank'])} |" for r in latencies)
-    return f"""Script: `benchmarks/hooks.py`. Machine: {report.machine()}.
+    return f"""Script: `benchmarks/hooks.py`. Machine: {report.machine()}. Load average (1 min) at start and
+end: {load[0]:.1f}, {load[1]:.1f} — the cores are shared with whatever else runs, and every figure below moves with it.
 
 Hook return time — the installed Claude `Stop` hook (`<python> -m funes.hook claude`, a realistic payload on
 stdin), {hooks['invocations']} invocations in a row on a growing session, its worker indexing meanwhile:
@@ -241,6 +242,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
     args = parser.parse_args()
     cache = os.environ.get("FUNES_CACHE_DIR") or str(Path.home() / ".funes" / "cache")
+    load_at_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="funes-hooks-bench-") as scratch:
         home = Path(scratch) / "home"
         home.mkdir()
@@ -255,7 +257,7 @@ def main() -> int:
         for warm in (False, True):
             latencies.append(turn_to_recallable(home, args.turns, warm=warm))
             print(json.dumps({"turn_to_recallable": latencies[-1]}), flush=True)
-    body = markdown(hooks, memory, latencies)
+    body = markdown(hooks, memory, latencies, (load_at_start, os.getloadavg()[0]))
     if args.no_write:
         print(body)
     else:
