@@ -152,7 +152,7 @@ def test_sigkill_at_any_moment_then_rerun_gives_the_uninterrupted_memory(built_m
 
 
 def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_home):
-    import resource
+    import shlex
     import shutil
 
     from memory_helpers import REAL
@@ -162,12 +162,11 @@ def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_ho
     big.parent.mkdir(parents=True)
     shutil.copyfile(REAL / "episodic_memory" / "0fae0449-64d3-4788-8622-d3a47d82c14b.jsonl", big)
 
-    def small_files():  # any file grown past 64 KB fails with EFBIG, as on a full disk
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-
-    refused = subprocess.run([*FUNES, "index", str(big)], capture_output=True, text=True, timeout=300,
-                             preexec_fn=small_files)
+    # Any file grown past 64 KB fails with EFBIG, as writes fail on a full disk (Python ignores
+    # SIGXFSZ). The limit is set by the shell: a preexec_fn can deadlock a threaded pytest.
+    command = " ".join(shlex.quote(part) for part in [*FUNES, "index", str(big)])
+    refused = subprocess.run(["bash", "-c", f"ulimit -f 64 && exec {command}"], capture_output=True, text=True,
+                             timeout=300)
     assert refused.returncode != 0
     assert refused.stderr.startswith("funes: cannot write memory at local: ")
     assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
