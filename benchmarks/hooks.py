@@ -211,8 +211,8 @@ stdin), {hooks['invocations']} invocations in a row on a growing session, its wo
 | {hooks['p50_ms']} ms | {hooks['p95_ms']} ms | {hooks['max_ms']} ms | p95 ≤ 300 ms |
 
 The hook is standard library only: it reads the payload, spools the fields that name the session under
-`$FUNES_HOME/spool/`, starts `funes.cli.hook_worker` detached (new session, no inherited descriptors) and
-exits 0; nearly all of its time is the interpreter starting.
+`$FUNES_HOME/spool/`, starts `funes.cli.hook_worker` detached (new session, no inherited descriptors) unless a
+worker already holds the spool, and exits 0; nearly all of its time is the interpreter starting.
 
 Turn-to-recallable in a {memory['chunks']:,}-chunk memory (synthesised: real transcript text, random unit
 vectors, written in {memory['write_s']} s, then maintenance — BM25 segments and
