@@ -18,8 +18,7 @@ def add_command(
                                             "org/repo or hf://… (indexed here, published there), s3://…"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Build the first index without asking (scripts)."),
 ) -> None:
-    """Register funes's MCP server (recall, get, status) with an agent, install per-turn indexing
-    (and, for a Hub memory, publishing at session boundaries), and build its first index."""
+    """Give an agent funes: its MCP server (recall, get, status), per-turn indexing, publishing for a Hub memory, a first index."""
     from funes.cli.agents import Binding, integration
     from funes.cli.agents.changes import apply, summary
 

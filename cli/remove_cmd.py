@@ -9,8 +9,7 @@ from funes.cli.main import app
 
 @app.command("remove")
 def remove_command(agent: str = typer.Argument(..., help="claude, codex, pi or hermes.")) -> None:
-    """Unregister funes from an agent and delete its hooks and files there; every other setting
-    stays as it was, and the memory and the transcripts are kept."""
+    """Take funes out of an agent (server, hooks, files); its other settings, the memory and the transcripts stay."""
     from funes.cli.agents import integration
     from funes.cli.agents.changes import apply, summary
 
