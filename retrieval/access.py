@@ -2,7 +2,8 @@
 
 ``local`` (or nothing), a folder, or ``s3://…`` open directly; a Hub memory
 (``org/repo``, ``hf://datasets/…``) is first materialised into the local HF
-cache, pinned to the repo's current commit, by :mod:`funes.hub`."""
+cache, pinned to the repo's head commit, by :mod:`funes.hub.reader` (which says
+when the head is resolved again)."""
 
 from __future__ import annotations
 

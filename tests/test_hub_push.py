@@ -4,6 +4,7 @@ the dataset card, receipts, the wrong-memory guard, concurrent pushes and the eg
 import json
 import threading
 
+import numpy as np
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 
@@ -145,6 +146,29 @@ def test_a_remote_holding_other_chunks_is_the_wrong_memory_until_confirmed(memor
     with pytest.raises(PushRefused, match="holds none of this memory's chunks"):
         push(repo_id)
     assert push(repo_id, assume_yes=True).pushed == 3
+
+
+def test_blocks_awaiting_vectors_stay_local_until_embedded(hub_server, repo_id):
+    from funes.embedding import IDENTITY
+    from funes.hub.push import push
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+
+    embedded = [chunk("s-vectors", turn, f"embedded turn {turn}") for turn in range(2)]
+    long_block = [chunk("s-vectors", 2, "first half", split_idx=0), chunk("s-vectors", 2, "second half", split_idx=1,
+                                                                        char_start=10)]
+    write_memory([*embedded, long_block[0]])
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        writer.add_chunks([long_block[1]])  # no vector yet: its whole block waits
+    report = push(repo_id, assume_yes=True)
+    assert report.pushed == 2 and report.gate.awaiting_vectors == 2
+    assert "2 chunk(s) wait for their vectors" in report.summary()
+    assert remote_ids(hub_server, repo_id) == {c.id for c in embedded}
+
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        writer.set_vectors([long_block[1].id], np.ones((1, IDENTITY.dim), dtype=np.float32) / IDENTITY.dim ** 0.5)
+    assert push(repo_id).pushed == 2
+    assert remote_ids(hub_server, repo_id) == {c.id for c in [*embedded, *long_block]}
 
 
 def test_a_moved_head_is_read_again_and_retried(memory_home, hub_server, repo_id):

@@ -134,7 +134,7 @@ def test_offline_reads_the_last_commit_read(published, repo_id, hub_server, monk
     assert json.loads(capsys.readouterr().out)["chunks"] == published
     assert repo_requests(hub_server, repo_id) == []
     assert run_cli("status", "--memory", "test-user/never-read") == 6
-    assert capsys.readouterr().err == ("funes: hf://datasets/test-user/never-read has not been read on this machine"
+    assert capsys.readouterr().err == ("funes: hf://datasets/test-user/never-read is not cached on this machine"
                                        " and HF_HUB_OFFLINE is set\n")
 
 

@@ -19,7 +19,7 @@ MARKER = "<!-- funes:card - written by `funes push`, which refreshes it; delete 
 
 
 @dataclass(frozen=True)
-class MemoryStats:
+class CardStats:
     chunks: int
     sessions: int
     chunks_per_agent: dict[str, int] = field(default_factory=dict)
@@ -29,7 +29,7 @@ class MemoryStats:
     project: str | None = None
 
     @classmethod
-    def of(cls, rows: pa.Table, metadata: dict[str, str]) -> MemoryStats:
+    def of(cls, rows: pa.Table, metadata: dict[str, str]) -> CardStats:
         """From the table's ``session_id``, ``harness`` and ``ts`` columns and its metadata."""
         harness = pc.fill_null(rows.column("harness"), "")
         per_agent = pc.value_counts(harness).to_pylist()
@@ -54,7 +54,7 @@ def is_funes_card(text: str) -> bool:
     return MARKER in text
 
 
-def render_card(remote: HubRemote, stats: MemoryStats, pushed_at: str) -> str:
+def render_card(remote: HubRemote, stats: CardStats, pushed_at: str) -> str:
     agents = ", ".join(f"{agent} ({count})" for agent, count in stats.chunks_per_agent.items()) or "none yet"
     span = f"{stats.first_activity} → {stats.last_activity}" if stats.first_activity else "n/a"
     what = (f"the project memory of `{stats.project}`: the sessions of that repository its contributors chose to share"

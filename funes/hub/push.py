@@ -34,8 +34,8 @@ from typing import Any
 import pyarrow as pa
 
 from funes.errors import FunesError, MemoryIncompatibleError, RemoteError, UsageError, WriterBusyError
-from funes.hub.card import MemoryStats, is_funes_card, render_card
-from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions
+from funes.hub.card import CardStats, is_funes_card, render_card
+from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions, curation_path
 from funes.hub.gate import GateResult, gate, rows_by_id
 from funes.hub.reader import pin_head
 from funes.hub.receipts import Receipt, receipt_path
@@ -216,7 +216,7 @@ class _Publication:
         stamped = remote_table.memory.metadata.get(PROJECT_KEY) if remote_table else None
         if stamped and self.curation.project and stamped != self.curation.project:
             raise UsageError(f"{self.remote.uri} is the project memory of {stamped}, but this host's curation"
-                             f" names {self.curation.project}: fix {self.curation.remote.key} in the curation folder")
+                             f" names {self.curation.project}: correct {curation_path(self.remote)}")
         report.project = stamped or self.curation.project
         if report.project is None:
             return set(self.local_ids)
@@ -296,7 +296,7 @@ class _Publication:
             report.card = "written"
         from funes.memory.schema import decode_metadata
 
-        stats = MemoryStats.of(table.to_table(columns=["session_id", "harness", "ts"]), decode_metadata(table.schema))
+        stats = CardStats.of(table.to_table(columns=["session_id", "harness", "ts"]), decode_metadata(table.schema))
         return render_card(self.remote, stats, _now())
 
     def _record(self, commit: str, remote_ids: set[str] | frozenset[str]) -> None:

@@ -1,7 +1,7 @@
 """Reading a Hub memory: ``--memory org/repo`` → a local table pinned to one commit.
 
-Per command the repo's head commit is resolved once, its live table files are fetched
-into the HF cache (:mod:`funes.hub.snapshot`) and the table opens locally, so recall
+A command resolves the repo's head commit at most once, fetches that commit's live table
+files into the HF cache (:mod:`funes.hub.snapshot`) and opens the table locally, so recall
 works on a machine that never indexed anything.
 
 Resolving the head is itself a request, yet a warm recall must make none.  So the head
@@ -59,12 +59,12 @@ class HubSnapshotLocation(MemoryLocation):
 
 def hub_location(spec: str) -> HubSnapshotLocation:
     """The memory ``spec`` (``org/repo`` or ``hf://datasets/…``) names, materialised."""
+    from funes.memory.store import Memory
+
     remote = parse_remote(spec)
     snapshot = _current_snapshot(remote)
     location = HubSnapshotLocation(uri=str(snapshot.root), label=spec, derived=derived_dir(remote, snapshot.sha),
                                    sha=snapshot.sha)
-    from funes.memory.store import Memory
-
     memory = Memory.open(location)
     _check_model(memory)
     _ensure_lexical(memory, remote)
@@ -74,13 +74,13 @@ def hub_location(spec: str) -> HubSnapshotLocation:
 # --------------------------------------------------------------------------- the head
 
 
-def head_file(remote: HubRemote) -> Path:
+def _head_file(remote: HubRemote) -> Path:
     return state_dir() / "hub" / remote.key / "head.json"
 
 
 def pin_head(remote: HubRemote, sha: str) -> None:
     """Record ``sha`` as the repo's head as of now (after resolving it, or pushing it)."""
-    path = head_file(remote)
+    path = _head_file(remote)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".head.{os.getpid()}.json")
     tmp.write_text(json.dumps({"sha": sha, "resolved_at": time.time()}), encoding="utf-8")
@@ -89,13 +89,13 @@ def pin_head(remote: HubRemote, sha: str) -> None:
 
 def _pinned_head(remote: HubRemote) -> tuple[str, float] | None:
     try:
-        data = json.loads(head_file(remote).read_text(encoding="utf-8"))
+        data = json.loads(_head_file(remote).read_text(encoding="utf-8"))
         return str(data["sha"]), time.time() - float(data["resolved_at"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def head_ttl() -> float:
+def _head_ttl() -> float:
     try:
         return max(0.0, float(os.environ.get(HEAD_TTL_ENV, DEFAULT_HEAD_TTL_S)))
     except ValueError:
@@ -108,12 +108,12 @@ def _current_snapshot(remote: HubRemote) -> Snapshot:
     pinned = _pinned_head(remote)
     if pinned is not None:
         sha, age = pinned
-        if constants.HF_HUB_OFFLINE or age < head_ttl():
+        if constants.HF_HUB_OFFLINE or age < _head_ttl():
             snapshot = cached_snapshot(remote, sha)
             if snapshot is not None:
                 return snapshot
     if constants.HF_HUB_OFFLINE:
-        raise RemoteError(f"{remote.uri} has not been read on this machine and HF_HUB_OFFLINE is set")
+        raise RemoteError(f"{remote.uri} is not cached on this machine and HF_HUB_OFFLINE is set")
     repo = HubRepo(remote)
     try:
         state = repo.require_state()
