@@ -11,13 +11,14 @@ Also prints how closely int8 keeps fp32's ordering of 30 candidates (Spearman ra
 correlation and top-5 overlap over 20 queries); with a random head this measures
 numerical fidelity, not relevance.
 
-Usage: python benchmarks/rerank_latency.py [--repeats 5] [--sizes 500 800 1000]
+Usage: python benchmarks/rerank_latency.py [--repeats 5] [--sizes 600 800 1000]
 Uses $FUNES_HOME / $FUNES_CACHE_DIR for the exports; point them at scratch folders.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -34,9 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
 
-from funes.reranking import load_reranker  # noqa: E402
+from funes.reranking import BATCH_SIZE, load_reranker  # noqa: E402
 
 PAIRS = 30
+ONNX_BATCH_SIZES = (8, 16, 32)
 QUERY = "how did we fix the flaky lance compaction test?"
 
 
@@ -44,14 +46,18 @@ def emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
-def timed(call: Callable[[], object], repeats: int) -> dict:
-    call()  # warm-up
-    times = []
+def interleaved_timings(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, dict]:
+    """Median and best seconds per call, timed in rounds (each call once per round)
+    so that load from other processes on a shared machine hits every backend alike."""
+    for call in calls.values():
+        call()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3)}
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {name: {"median_s": round(statistics.median(t), 3), "min_s": round(min(t), 3)} for name, t in times.items()}
 
 
 def proxy_folder(target: Path) -> Path:
@@ -83,43 +89,49 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 800, 1000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[600, 800, 1000])
     args = parser.parse_args()
     emit({"figure": "machine", "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)})
 
     with tempfile.TemporaryDirectory() as scratch:
         folder = proxy_folder(Path(scratch) / "proxy")
-        onnx = {}
+        onnx = {}  # (precision, batch size) -> reranker
         for precision in ("fp32", "int8"):
             start = time.perf_counter()
             reranker, reason = load_reranker(str(folder), precision=precision)
             assert reason is None, reason
             first = time.perf_counter() - start
             start = time.perf_counter()
-            onnx[precision], _ = load_reranker(str(folder), precision=precision)
-            emit({"figure": "load", "backend": f"onnxruntime {precision}", "first_load_with_export_s": round(first, 2),
+            load_reranker(str(folder), precision=precision)
+            emit({"figure": "load", "backend": f"onnxruntime {precision}", "first_load_s": round(first, 2),
                   "cached_load_s": round(time.perf_counter() - start, 2)})
+            for batch_size in ONNX_BATCH_SIZES:
+                onnx[precision, batch_size] = load_reranker(str(folder), precision=precision).reranker
+                onnx[precision, batch_size].batch_size = batch_size
 
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        torch_models = {dtype_name: torch_scorer(folder, dtype_name, 32) for dtype_name in ("float32", "bfloat16")}
         for size in args.sizes:
             passages = corpus.chunks_of_size(size, PAIRS, seed=size)
-            tokens = [len(e.ids) for e in onnx["fp32"]._tokenizer.encode_batch([(QUERY, p) for p in passages])]
-            common = {"passage_chars": size, "pairs": PAIRS, "mean_pair_tokens": round(float(np.mean(tokens)))}
-            for precision, reranker in onnx.items():
-                for batch_size in (8, 16, 32):
-                    reranker.batch_size = batch_size
-                    emit({"figure": "rerank_30", "backend": f"onnxruntime {precision}", "batch": batch_size, **common,
-                          **timed(lambda r=reranker: r.score(QUERY, passages), args.repeats)})
-            for dtype_name in ("float32", "bfloat16"):
-                score = torch_scorer(folder, dtype_name, 32)
-                emit({"figure": "rerank_30", "backend": f"torch {dtype_name}", "batch": 32, **common,
-                      **timed(lambda s=score: s(passages), args.repeats)})
+            tokens = tokenizer([QUERY] * PAIRS, passages, truncation=True, max_length=512)["input_ids"]
+            common = {"passage_chars": size, "pairs": PAIRS, "mean_pair_tokens": round(float(np.mean([len(t) for t in tokens])))}
+            calls: dict[str, Callable[[], object]] = {}
+            for (precision, batch_size), reranker in onnx.items():
+                calls[f"onnxruntime {precision}|{batch_size}"] = functools.partial(reranker.score, QUERY, passages)
+            for dtype_name, score in torch_models.items():
+                calls[f"torch {dtype_name}|32"] = functools.partial(score, passages)
+            for name, timing in interleaved_timings(calls, args.repeats).items():
+                backend, batch = name.split("|")
+                emit({"figure": "rerank_30", "backend": backend, "batch": int(batch), **common, **timing})
 
-        onnx["fp32"].batch_size = onnx["int8"].batch_size = 16
+        exact_model, quantised_model = onnx["fp32", BATCH_SIZE], onnx["int8", BATCH_SIZE]
         correlations, overlaps = [], []
         for seed in range(20):
             passages = corpus.chunks_of_size(800, PAIRS, seed=100 + seed)
             query = corpus.chunks_of_size(60, 1, seed=200 + seed)[0]
-            exact, quantised = onnx["fp32"].score(query, passages), onnx["int8"].score(query, passages)
+            exact, quantised = exact_model.score(query, passages), quantised_model.score(query, passages)
             correlations.append(spearman(exact, quantised))
             overlaps.append(len(set(np.argsort(-exact)[:5]) & set(np.argsort(-quantised)[:5])) / 5)
         emit({"figure": "int8_vs_fp32_ordering", "queries": 20, "pairs": PAIRS, "passage_chars": 800,
