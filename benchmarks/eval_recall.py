@@ -38,21 +38,20 @@ never committed.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shlex
 import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SECTION = "## Recall quality (LoCoMo dev)"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import REPO, machine, write_section  # noqa: E402
+
+SECTION = "Recall quality (LoCoMo dev)"
 METRICS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10")
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
 # name → (fusion, neighbours)
@@ -136,7 +135,6 @@ the same memory (so `lexical` is BM25 over the new documents); `kit …` are the
 kit's `baselines.py` over the bare turns (BM25 with our tokenisation, MiniLM,
 and their RRF), i.e. the representation and fusion before this work.
 """
-PACKAGES = ("bm25s", "PyStemmer", "lancedb", "pylance", "onnxruntime", "numpy", "pyarrow")
 
 
 def eval_dir(arg: str | None) -> Path:
@@ -388,28 +386,6 @@ def scaled_memory(corpus: Path, work: Path, target: int) -> Path:
     return folder
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    versions = []
-    for name in PACKAGES:
-        try:
-            versions.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    return (f"{os.cpu_count()} CPU cores ({cpu}), no GPU used, Python {platform.python_version()},"
-            f" {', '.join(versions)}; funes at {commit or '?'} plus the working tree;"
-            f" {datetime.now(timezone.utc):%Y-%m-%d}")
-
-
 def table(runs: dict[str, dict], key: str = "all") -> list[str]:
     head = "| run | " + " | ".join(METRICS) + " | R@10 excl. adv. | MRR@10 excl. adv. | recall s (batch) |"
     lines = [head, "|" + " --- |" * (len(METRICS) + 4)]
@@ -467,19 +443,6 @@ def report(split_runs: dict[str, dict[str, dict]], latencies: list[tuple[str, di
                 for name, lat in latencies]
         out += [""]
     return "\n".join(out)
-
-
-def write_section(body: str, path: Path = REPO / "BENCHMARKS.md") -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    section = f"{SECTION}\n\n{body.rstrip()}\n"
-    start = text.find(f"{SECTION}\n")
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        following = re.search(r"^## ", text[start + len(SECTION):], flags=re.MULTILINE)
-        end = start + len(SECTION) + following.start() if following else len(text)
-        text = text[:start] + section + ("\n" + text[end:] if following else "")
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -540,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     body = report(split_runs, latencies, ablations, code)
     print(body)
     if args.write:
-        write_section(f"Measured with `benchmarks/eval_recall.py --baselines --ablation --code-check --scale 100000"
+        write_section(SECTION, f"Measured with `benchmarks/eval_recall.py --baselines --ablation --code-check --scale 100000"
                       f" --write` on {machine()}.\n\n{NOTES}\n{body}")
     return 0
 
