@@ -148,7 +148,7 @@ class _RemoteTable:
 
     @classmethod
     def read(cls, repo: HubRepo, state: RepoState | None) -> _RemoteTable | None:
-        if state is None or not state.table_files():
+        if state is None or not state.has_table:
             return None
         snapshot = fetch_snapshot(repo, state)
         memory = Memory.open(MemoryLocation(uri=str(snapshot.root), label=repo.remote.uri))
@@ -256,7 +256,7 @@ class _Publication:
                 self.repo.create()
                 state = self.repo.require_state()
                 report.created, report.private = True, state.private
-                if state.table_files():
+                if state.has_table:
                     raise HeadMoved(f"{self.remote.uri} was created and pushed to meanwhile")
             message = f"funes push: {report.pushed} chunks from {report.sessions} session(s)"
             report.commit = self.repo.commit(operations, parent=state.sha, message=message)

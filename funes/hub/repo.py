@@ -82,8 +82,9 @@ class RepoState:
     files: frozenset[str]
     private: bool
 
-    def table_files(self) -> list[str]:
-        return sorted(path for path in self.files if path.startswith(f"{TABLE_DIR}/"))
+    @property
+    def has_table(self) -> bool:
+        return any(path.startswith(f"{TABLE_DIR}/") for path in self.files)
 
 
 class HeadMoved(FunesError):

@@ -76,11 +76,6 @@ class Snapshot:
     sha: str
     root: Path  # the HF cache's snapshots/<sha>/ folder
     files: tuple[str, ...]  # repo paths of the live table files
-    version: int
-
-    @property
-    def table_path(self) -> Path:
-        return self.root / TABLE_DIR
 
 
 def cached_snapshot(remote: HubRemote, sha: str) -> Snapshot | None:
@@ -94,7 +89,7 @@ def cached_snapshot(remote: HubRemote, sha: str) -> Snapshot | None:
     files = tuple(data["files"])
     if not all((root / path).exists() for path in files):
         return None  # the HF cache was pruned: fetch again
-    return Snapshot(remote, sha, root, files, int(data["version"]))
+    return Snapshot(remote, sha, root, files)
 
 
 def fetch_snapshot(repo: HubRepo, state: RepoState) -> Snapshot:
@@ -110,13 +105,12 @@ def fetch_snapshot(repo: HubRepo, state: RepoState) -> Snapshot:
     live = _live_files(root / TABLE_DIR, state.files)
     repo.download_all(live, sha)
     files = (manifest, *live)
-    version = manifest_version(manifest)
     record = derived_dir(remote, sha) / "files.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     tmp = record.with_name(f".files.{os.getpid()}.json")
-    tmp.write_text(json.dumps({"version": version, "files": files}), encoding="utf-8")
+    tmp.write_text(json.dumps({"files": files}), encoding="utf-8")
     os.replace(tmp, record)
-    return Snapshot(remote, sha, root, files, version)
+    return Snapshot(remote, sha, root, files)
 
 
 def _live_files(table: Path, repo_files: frozenset[str]) -> list[str]:
