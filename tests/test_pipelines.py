@@ -147,3 +147,21 @@ def test_recording_a_cli_run_shows_it_in_the_instance(memory_home, tmp_path, mon
     # Recording found the sessions up to date: nothing was parsed again.
     events = instance.fetch_materializations(dg.AssetKey("session_turns"), limit=5).records
     assert events[0].asset_materialization.metadata["sessions_parsed"].value == 0
+
+
+def test_spooled_recordings_are_drained_by_one_recorder(memory_home, monkeypatch):
+    from funes.memory.location import local_memory
+    from funes.pipelines import recording
+
+    monkeypatch.setenv("FUNES_HOME", str(memory_home / ".funes"))
+    monkeypatch.delenv("FUNES_NO_DAGSTER_RECORD")
+    monkeypatch.setattr(recording.subprocess, "Popen", lambda *a, **k: None)  # drained below, in-process
+    for key in ("claude_code--claude_session", "hermes--s_main", "hermes--s_sub"):
+        recording.record_in_background(local_memory(), [key], origin="hook")
+    assert len(list(recording._spool().glob("*.json"))) == 3
+    assert recording.drain()
+    assert list(recording._spool().glob("*.json")) == []
+    from funes.pipelines.instance import funes_instance
+
+    runs = funes_instance().get_runs()
+    assert len(runs) == 1 and runs[0].tags[recording.ORIGIN_TAG] == "hook"
