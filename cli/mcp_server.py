@@ -47,13 +47,19 @@ class RecallService:
         self._lock = threading.Lock()
 
     def recaller(self, memory: str | None) -> Any:
+        """The recaller of a memory, following it to its latest version (opening a
+        local table costs milliseconds; a Hub head is re-resolved only when its
+        pin expires, so warm calls stay offline)."""
         from funes.retrieval.access import open_memory
         from funes.retrieval.search import Recaller
 
         spec = memory or self.default_memory
         with self._lock:
+            latest = open_memory(spec)
             if spec not in self._recallers:
-                self._recallers[spec] = Recaller.open(open_memory(spec))
+                self._recallers[spec] = Recaller.open(latest)
+            else:
+                self._recallers[spec].follow(latest)
             return self._recallers[spec]
 
     def warm(self) -> None:

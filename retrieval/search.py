@@ -100,8 +100,25 @@ class Recaller:
         self.reranker = reranker
         self.reranker_note = reranker_note
         self.fusion = fusion
-        self._embedded = memory.count("vector IS NOT NULL")
-        self._total = memory.count()
+        self._count_rows()
+
+    def _count_rows(self) -> None:
+        self._embedded = self.memory.count("vector IS NOT NULL")
+        self._total = self.memory.count()
+
+    def follow(self, latest: Memory) -> None:
+        """Read ``latest`` from now on if it is a newer version (or, for a Hub memory,
+        a newer commit) of this recaller's memory: a long-lived recaller (an MCP
+        server) sees the turns the hooks index and the pushes others make, with
+        its models still loaded."""
+        if latest.location.uri == self.memory.location.uri and latest.version == self.memory.version:
+            return
+        from funes.embedding import IDENTITY
+
+        latest.require_rows()
+        latest.check_identity(IDENTITY.to_metadata())
+        self.memory = latest
+        self._count_rows()
 
     @classmethod
     def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None) -> Recaller:

@@ -61,3 +61,31 @@ def test_a_server_bound_to_a_missing_memory_answers_with_an_error(isolated_env, 
 
     result = anyio.run(call)
     assert result.is_error and "no memory at" in _text(result)
+
+
+def test_a_running_server_sees_turns_indexed_after_it_started(memory_home):
+    import json
+    import subprocess
+
+    transcript = next((memory_home / ".claude" / "projects").rglob("claude_session.jsonl"))
+
+    async def calls():
+        async with stdio_client(_server()) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                before = await session.call_tool("recall", {"query": "gravitational lensing shader", "k": 3})
+                with transcript.open("a") as handle:
+                    handle.write(json.dumps({
+                        "type": "user", "uuid": "late-turn", "sessionId": "claude_session",
+                        "timestamp": "2026-06-13T00:00:00Z",
+                        "message": {"role": "user", "content": "add a gravitational lensing shader near the moon"},
+                    }) + "\n")
+                indexed = subprocess.run([sys.executable, "-m", "funes.cli", "index", str(transcript)],
+                                         capture_output=True, text=True, env=dict(os.environ))
+                assert indexed.returncode == 0, indexed.stderr
+                after = await session.call_tool("recall", {"query": "gravitational lensing shader", "k": 3})
+                return before, after
+
+    before, after = anyio.run(calls)
+    assert "gravitational lensing shader near the moon" not in _text(before)
+    assert "gravitational lensing shader near the moon" in _text(after).splitlines()[2]
