@@ -112,7 +112,8 @@ def main() -> None:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        torch_models = {dtype_name: torch_scorer(folder, dtype_name, 32) for dtype_name in ("float32", "bfloat16")}
+        torch_models = {(dtype_name, batch_size): torch_scorer(folder, dtype_name, batch_size)
+                        for dtype_name in ("float32", "bfloat16") for batch_size in (8, 32)}
         for size in args.sizes:
             passages = corpus.chunks_of_size(size, PAIRS, seed=size)
             tokens = tokenizer([QUERY] * PAIRS, passages, truncation=True, max_length=512)["input_ids"]
@@ -120,8 +121,8 @@ def main() -> None:
             calls: dict[str, Callable[[], object]] = {}
             for (precision, batch_size), reranker in onnx.items():
                 calls[f"onnxruntime {precision}|{batch_size}"] = functools.partial(reranker.score, QUERY, passages)
-            for dtype_name, score in torch_models.items():
-                calls[f"torch {dtype_name}|32"] = functools.partial(score, passages)
+            for (dtype_name, batch_size), score in torch_models.items():
+                calls[f"torch {dtype_name}|{batch_size}"] = functools.partial(score, passages)
             for name, timing in interleaved_timings(calls, args.repeats).items():
                 backend, batch = name.split("|")
                 emit({"figure": "rerank_30", "backend": backend, "batch": int(batch), **common, **timing})
