@@ -14,11 +14,11 @@ With a MiniLM-L6 cross-encoder over 30 (query, transcript chunk) pairs on the
 project's 2-core CPU (benchmarks/rerank_latency.py, quiet machine, batches of 8),
 int8 onnxruntime was the fastest backend: 0.52 s for 600-character chunks against
 0.64 s for torch bf16, 0.78 s for onnxruntime fp32 and 1.5 s for torch fp32 (for
-800-character chunks: int8 0.78 s, onnxruntime fp32 1.15 s).  It needs no torch at run time (importing
-sentence-transformers alone takes ~4.5 s) and no BF16 hardware.  Reranking only
-orders the candidates: on a random-head proxy int8 kept fp32's order of 30
-candidates with Spearman 0.97 and 90 % top-5 overlap; ``precision="fp32"`` gives
-exact scores.
+800-character chunks: int8 0.78 s, onnxruntime fp32 1.15 s).  It needs no torch
+at run time (importing sentence-transformers alone takes ~4.5 s) and no BF16
+hardware.  Reranking only orders the candidates: on a random-head proxy int8 kept
+fp32's order of 30 candidates with Spearman 0.97 and 90 % top-5 overlap;
+``precision="fp32"`` gives exact scores.
 """
 
 from __future__ import annotations
