@@ -23,12 +23,20 @@ from funes.redaction import elide_data_uris, redact_many
 from funes.traces.model import TIER_OF_BLOCK, Session
 
 # Characters per chunk and the overlap between consecutive splits of one block.
-# MiniLM reads 256 tokens; transcript text averages ~3.4 characters a token, so the
-# size is chosen so the embedding sees (nearly) the whole chunk; see BENCHMARKS.md.
-SPLIT_SIZE = 1200
+# MiniLM reads 256 tokens and transcript text runs ~3.1 characters a token (median;
+# 2.4 at p10), so at 1,200 characters (the Rust funes) only 63 % of chunks fit the
+# window whole and a quarter of all tokens are never read; at 600, 94.5 % fit and
+# 1.8 % go unread (benchmarks/embed_cpu.py, BENCHMARKS.md "Embedding").
+SPLIT_SIZE = 600
 SPLIT_OVERLAP = 150
 # Huge tool outputs keep their head and tail; the middle is replaced by a marker.
 BLOCK_CAP = 100_000
+
+
+def chunking_metadata() -> dict[str, str]:
+    """Stamped on a memory's table: ids of split blocks depend on these, so a
+    future change can tell which memories were split the old way."""
+    return {"funes.chunking.split_size": str(SPLIT_SIZE), "funes.chunking.split_overlap": str(SPLIT_OVERLAP)}
 
 
 def chunk_id(session_id: str, turn_uuid: str, block_idx: int, split_idx: int) -> str:

@@ -55,7 +55,7 @@ def test_long_prose_splits_at_word_breaks_with_overlap():
 
 
 def test_a_completed_turn_yields_byte_identical_chunks_every_time():
-    blocks = [Block("text", "x" * 3000), Block("tool_use", '{"command":"ls"}', tool_name="Bash")]
+    blocks = [Block("text", "x" * 1500), Block("tool_use", '{"command":"ls"}', tool_name="Bash")]
     first = list(chunk_session(_session(blocks)))
     second = list(chunk_session(_session(blocks)))
     assert first == second

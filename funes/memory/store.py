@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from funes.chunking import Chunk
+from funes.chunking import Chunk, chunking_metadata
 from funes.errors import FunesError, MemoryIncompatibleError, MemoryMissingError, WriterBusyError
 from funes.memory.coverage import Coverage
 from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
@@ -318,7 +318,7 @@ class MemoryWriter:
                 if not allow_other_model:
                     check_identity(location, decode_metadata(table.schema), expected_identity)
                 return table
-            return db.create_table(TABLE_NAME, schema=chunk_schema(dim, dict(expected_identity)))
+            return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata()}))
         except FunesError:
             raise
         except OSError as exc:
@@ -464,7 +464,7 @@ class MemoryWriter:
         One overwrite commit: a crash leaves either the old table or the new one.
         Columns an older table lacks (a Rust funes memory, say) are filled with nulls."""
         old = self.table.to_arrow()
-        schema = chunk_schema(dim, dict(expected_identity))
+        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata()})
         columns = []
         for field_ in schema:
             if field_.name == "vector" or field_.name not in old.column_names:
