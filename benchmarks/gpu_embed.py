@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
 
+from funes.chunking import SPLIT_SIZE  # noqa: E402
 from funes.embedding import OnnxEmbedder, load_embedder  # noqa: E402
 
 CUDA_BATCH_SIZES = (128, 256, 512, 1024)
@@ -71,7 +72,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=20_000, help="chunks to embed per batch size")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--batch-sizes", type=int, nargs="+", help="default: 128..1024 on CUDA, 32 on CPU")
-    parser.add_argument("--split-size", type=int, default=1200, help="chunk split size the chunk lengths follow")
+    parser.add_argument("--split-size", type=int, default=SPLIT_SIZE, help="chunk split size the chunk lengths follow")
     args = parser.parse_args()
 
     start = time.perf_counter()
