@@ -148,3 +148,19 @@ def display(path: Path) -> str:
 def summary(changes: list[FileChange]) -> list[str]:
     """One line per file funes changed: ``updated ~/.claude.json: MCP server …``."""
     return [f"  {change.verb} {display(change.path)}: {change.what}" for change in changes if change.changed]
+
+
+# A location inside a parsed config document: keys and list indexes from the root.
+KeyPath = tuple[str | int, ...]
+# Marks "no value here" where None is a legitimate value.
+MISSING = object()
+
+
+def dotted(path: KeyPath) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def value_at(data: Any, path: KeyPath) -> Any:
+    for part in path:
+        data = data[part]
+    return data

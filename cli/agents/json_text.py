@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from funes.cli.agents.changes import ConfigFileError, display
+from funes.cli.agents.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
 
-Path_ = tuple[str | int, ...]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -96,7 +95,7 @@ class JsonText:
         self.unit = found.group(1) if found else "  "
 
     # ------------------------------------------------------------------ reading
-    def get(self, path: Path_, default: Any = None) -> Any:
+    def get(self, path: KeyPath, default: Any = None) -> Any:
         value: Any = self.data
         for part in path:
             if isinstance(value, dict) and isinstance(part, str) and part in value:
@@ -112,29 +111,29 @@ class JsonText:
         return not self.data
 
     # ------------------------------------------------------------------ editing
-    def set(self, path: Path_, value: Any) -> None:
+    def set(self, path: KeyPath, value: Any) -> None:
         """Set the member at ``path`` (creating missing objects on the way)."""
-        if self.get(path, _MISSING) == value:
+        if self.get(path, MISSING) == value:
             return
         for depth in range(1, len(path)):
             if not isinstance(self.get(path[:depth], {}), dict):
-                raise ConfigFileError(f"{display(self.path)}: {_dotted(path[:depth])} is not an object;"
+                raise ConfigFileError(f"{display(self.path)}: {dotted(path[:depth])} is not an object;"
                                       " funes changed nothing")
         self._edit(lambda data: _set(data, path, value), lambda spans: self._splice_set(spans, path, value))
 
-    def append(self, path: Path_, value: Any) -> None:
+    def append(self, path: KeyPath, value: Any) -> None:
         """Append an item to the array at ``path`` (created when missing)."""
         if not isinstance(self.get(path, []), list):
-            raise ConfigFileError(f"{display(self.path)}: {_dotted(path)} is not a list; funes changed nothing")
+            raise ConfigFileError(f"{display(self.path)}: {dotted(path)} is not a list; funes changed nothing")
         if self.get(path) is None:
             self.set(path, [value])
             return
-        self._edit(lambda data: _get(data, path).append(copy.deepcopy(value)),
+        self._edit(lambda data: value_at(data, path).append(copy.deepcopy(value)),
                    lambda spans: self._splice_insert(self._node(spans, path), None, value))
 
-    def delete(self, path: Path_) -> None:
+    def delete(self, path: KeyPath) -> None:
         """Delete the member or item at ``path``, then every container that leaves empty."""
-        if self.get(path, _MISSING) is _MISSING:
+        if self.get(path, MISSING) is MISSING:
             return
         self._edit(lambda data: _delete(data, path), lambda spans: self._splice_delete(spans, path))
         parent = path[:-1]
@@ -155,7 +154,7 @@ class JsonText:
             text = json.dumps(expected, indent=self.unit, ensure_ascii=False) + "\n"
         self.text, self.data = text, expected
 
-    def _node(self, spans: _Spans, path: Path_) -> _Node:
+    def _node(self, spans: _Spans, path: KeyPath) -> _Node:
         node = spans.root
         for part in path:
             node = node.children[node.keys.index(part) if node.kind == "object" else part]
@@ -169,7 +168,7 @@ class JsonText:
     def _render(self, value: Any, indent: str) -> str:
         return json.dumps(value, indent=self.unit, ensure_ascii=False).replace("\n", "\n" + indent)
 
-    def _splice_set(self, spans: _Spans, path: Path_, value: Any) -> tuple[int, int, str]:
+    def _splice_set(self, spans: _Spans, path: KeyPath, value: Any) -> tuple[int, int, str]:
         node = spans.root
         for depth, part in enumerate(path[:-1]):
             if node.kind == "object" and part not in node.keys:  # the rest of the path is one new member
@@ -202,7 +201,7 @@ class JsonText:
         at = node.children[-1].end
         return at, at, f",\n{indent}{label}{self._render(value, indent)}"
 
-    def _splice_delete(self, spans: _Spans, path: Path_) -> tuple[int, int, str]:
+    def _splice_delete(self, spans: _Spans, path: KeyPath) -> tuple[int, int, str]:
         parent = self._node(spans, path[:-1])
         index = parent.keys.index(path[-1]) if parent.kind == "object" else int(path[-1])
         starts = parent.key_starts if parent.kind == "object" else [c.start for c in parent.children]
@@ -213,24 +212,13 @@ class JsonText:
         return starts[index], starts[index + 1], ""
 
 
-_MISSING = object()
 
 
-def _dotted(path: Path_) -> str:
-    return ".".join(str(p) for p in path)
-
-
-def _get(data: Any, path: Path_) -> Any:
-    for part in path:
-        data = data[part]
-    return data
-
-
-def _set(data: Any, path: Path_, value: Any) -> None:
+def _set(data: Any, path: KeyPath, value: Any) -> None:
     for part in path[:-1]:
         data = data[part] if isinstance(data, list) else data.setdefault(part, {})
     data[path[-1]] = copy.deepcopy(value)
 
 
-def _delete(data: Any, path: Path_) -> None:
-    del _get(data, path[:-1])[path[-1]]
+def _delete(data: Any, path: KeyPath) -> None:
+    del value_at(data, path[:-1])[path[-1]]

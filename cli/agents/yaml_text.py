@@ -23,9 +23,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from funes.cli.agents.changes import ConfigFileError, display
+from funes.cli.agents.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
 
-Path_ = tuple[str | int, ...]
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _SEQ_UNDER_KEY = re.compile(r"^( *)[^\s#-][^\n]*:[ \t]*\n( *)- ", re.MULTILINE)
 
@@ -65,7 +64,7 @@ class YamlText:
             raise ConfigFileError(f"{display(self.path)} is not valid YAML ({problem}); funes changed nothing") from exc
         self.data = _plain(self.doc) if self.doc is not None else {}
 
-    def get(self, path: Path_, default: Any = None) -> Any:
+    def get(self, path: KeyPath, default: Any = None) -> Any:
         value: Any = self.data
         for part in path:
             if isinstance(value, dict) and part in value:
@@ -77,13 +76,13 @@ class YamlText:
         return value
 
     # ------------------------------------------------------------------ editing
-    def set(self, path: Path_, value: Any) -> None:
-        if self.get(path, _MISSING) == value:
+    def set(self, path: KeyPath, value: Any) -> None:
+        if self.get(path, MISSING) == value:
             return
         for depth in range(1, len(path)):
             current = self.get(path[:depth])
             if current is not None and not isinstance(current, dict):
-                raise ConfigFileError(f"{display(self.path)}: {_dotted(path[:depth])} is not a mapping;"
+                raise ConfigFileError(f"{display(self.path)}: {dotted(path[:depth])} is not a mapping;"
                                       " funes changed nothing")
         expected = copy.deepcopy(self.data)
         target = expected
@@ -97,27 +96,27 @@ class YamlText:
         while depth < len(path) and self.get(path[:depth]):
             depth += 1
         anchor = path[:depth]
-        self._commit(lambda: self._splice_entry(anchor, _get(expected, anchor)), expected)
+        self._commit(lambda: self._splice_entry(anchor, value_at(expected, anchor)), expected)
 
-    def append(self, path: Path_, item: Any) -> None:
+    def append(self, path: KeyPath, item: Any) -> None:
         current = self.get(path)
         if not current:
             self.set(path, [item])
             return
         if not isinstance(current, list):
-            raise ConfigFileError(f"{display(self.path)}: {_dotted(path)} is not a list; funes changed nothing")
+            raise ConfigFileError(f"{display(self.path)}: {dotted(path)} is not a list; funes changed nothing")
         expected = copy.deepcopy(self.data)
-        _get(expected, path).append(copy.deepcopy(item))
+        value_at(expected, path).append(copy.deepcopy(item))
         self._commit(lambda: self._splice_append(path, item), expected)
 
-    def delete(self, path: Path_) -> None:
+    def delete(self, path: KeyPath) -> None:
         """Delete an entry or item, and every container that leaves empty."""
-        if self.get(path, _MISSING) is _MISSING:
+        if self.get(path, MISSING) is MISSING:
             return
         while len(path) > 1 and len(self.get(path[:-1])) == 1:
             path = path[:-1]
         expected = copy.deepcopy(self.data)
-        del _get(expected, path[:-1])[path[-1]]
+        del value_at(expected, path[:-1])[path[-1]]
         self._commit(lambda: self._splice_delete(path), expected)
 
     def _commit(self, splice, expected: dict) -> None:
@@ -142,13 +141,13 @@ class YamlText:
             lines[-1] += "\n"
         return lines
 
-    def _node(self, path: Path_) -> Any:
+    def _node(self, path: KeyPath) -> Any:
         node = self.doc
         for part in path:
             node = node[part]
         return node
 
-    def _start(self, path: Path_) -> tuple[int, int]:
+    def _start(self, path: KeyPath) -> tuple[int, int]:
         """(line, column) where the entry or item at ``path`` begins (the key, or the dash)."""
         parent = self._node(path[:-1])
         if isinstance(parent, CommentedSeq):
@@ -157,7 +156,7 @@ class YamlText:
             return line, dash
         return parent.lc.key(path[-1])
 
-    def _end(self, path: Path_) -> int:
+    def _end(self, path: KeyPath) -> int:
         """The line after the entry or item at ``path`` (blank and comment lines at
         its end excluded: they belong to what follows)."""
         lines = self._lines()
@@ -175,7 +174,7 @@ class YamlText:
             end -= 1
         return end
 
-    def _splice_entry(self, path: Path_, value: Any) -> str:
+    def _splice_entry(self, path: KeyPath, value: Any) -> str:
         """Write the mapping entry at ``path`` (replacing it when present)."""
         lines = self._lines()
         parent = self._node(path[:-1]) if path[:-1] else self.doc
@@ -192,7 +191,7 @@ class YamlText:
         rendered = _render_entry(path[-1], value, " " * column, self.seq_offset)
         return "".join(lines[:start] + rendered + lines[end:])
 
-    def _splice_append(self, path: Path_, item: Any) -> str:
+    def _splice_append(self, path: KeyPath, item: Any) -> str:
         lines = self._lines()
         sequence = self._node(path)
         last = (*path, len(sequence) - 1)
@@ -200,22 +199,11 @@ class YamlText:
         rendered = _render_item(item, " " * self._start(last)[1], self.seq_offset)
         return "".join(lines[:at] + rendered + lines[at:])
 
-    def _splice_delete(self, path: Path_) -> str:
+    def _splice_delete(self, path: KeyPath) -> str:
         lines = self._lines()
         return "".join(lines[:self._start(path)[0]] + lines[self._end(path):])
 
 
-_MISSING = object()
-
-
-def _dotted(path: Path_) -> str:
-    return ".".join(str(p) for p in path)
-
-
-def _get(data: Any, path: Path_) -> Any:
-    for part in path:
-        data = data[part]
-    return data
 
 
 def _replace_all(node: CommentedMap, data: dict) -> None:
@@ -226,7 +214,7 @@ def _replace_all(node: CommentedMap, data: dict) -> None:
     for key, value in data.items():
         if isinstance(value, dict) and isinstance(node.get(key), CommentedMap):
             _replace_all(node[key], value)
-        elif _plain(node.get(key, _MISSING)) != value:
+        elif _plain(node.get(key, MISSING)) != value:
             node[key] = value
 
 
