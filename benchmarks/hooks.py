@@ -79,18 +79,10 @@ def run_hook(payload: dict) -> float:
 
 
 def worker_done(funes_home: Path) -> bool:
-    import fcntl
+    from funes.hook import worker_waiting
 
     spool = funes_home / "spool"
-    if any(spool.glob("*.json")):
-        return False
-    with open(spool / ".worker.lock", "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-    return True
+    return not any(spool.glob("*.json")) and not worker_waiting(spool)
 
 
 def wait(condition, timeout: float = 300) -> None:

@@ -4,7 +4,6 @@ Each agent's hook command is run as its agent runs it (JSON on stdin), against a
 copy of the fixture memory; a new turn appended to a transcript must become
 recallable once the worker is done."""
 
-import fcntl
 import json
 import os
 import shlex
@@ -108,15 +107,9 @@ def spooled() -> list[Path]:
 
 
 def worker_running() -> bool:
-    folder = funes_home() / "spool"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".worker.lock", "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return False
+    from funes.hook import spool_dir, worker_waiting
+
+    return worker_waiting(spool_dir())
 
 
 def settled() -> bool:
