@@ -6,19 +6,12 @@ import dagster as dg
 import numpy as np
 
 from funes.indexing import ParsedUnit, embed_backlog, vectors_for_new
-from funes.pipelines.partitions import session_partitions
 from funes.pipelines.resources import EmbedderResource, MemoryResource
 
-from funes.assets.ingest import SINGLE_RUN
+from funes.assets.ingest import SESSION_CHAIN
 
 
-@dg.asset(
-    partitions_def=session_partitions,
-    backfill_policy=SINGLE_RUN,
-    io_manager_key="run_memory",
-    group_name="index",
-    kinds={"onnx"},
-)
+@dg.asset(**SESSION_CHAIN, io_manager_key="run_memory", kinds={"onnx"})
 def chunk_embeddings(
     context: dg.AssetExecutionContext,
     redacted_chunks: dict[str, ParsedUnit | None],

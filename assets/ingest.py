@@ -18,15 +18,11 @@ from funes.traces import parse_unit, units_for_keys
 # backfill_policy is marked beta; tests/test_pipelines.py pins the behaviour we use.
 warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", category=dg.BetaWarning)
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+# What every asset of the per-session index chain shares.
+SESSION_CHAIN = {"partitions_def": session_partitions, "backfill_policy": SINGLE_RUN, "group_name": "index"}
 
 
-@dg.asset(
-    partitions_def=session_partitions,
-    backfill_policy=SINGLE_RUN,
-    io_manager_key="run_memory",
-    group_name="index",
-    kinds={"python"},
-)
+@dg.asset(**SESSION_CHAIN, io_manager_key="run_memory", kinds={"python"})
 def session_turns(context: dg.AssetExecutionContext, memory: MemoryResource) -> dict[str, ParsedUnit | None]:
     """Each session's transcript parsed into turns (None: unchanged since indexed,
     unreadable for now, or gone, in which case the memory keeps its rows)."""
@@ -65,13 +61,7 @@ def session_turns(context: dg.AssetExecutionContext, memory: MemoryResource) -> 
     return parsed
 
 
-@dg.asset(
-    partitions_def=session_partitions,
-    backfill_policy=SINGLE_RUN,
-    io_manager_key="run_memory",
-    group_name="index",
-    kinds={"python"},
-)
+@dg.asset(**SESSION_CHAIN, io_manager_key="run_memory", kinds={"python"})
 def redacted_chunks(context: dg.AssetExecutionContext, session_turns: dict[str, ParsedUnit | None]) -> dict[str, ParsedUnit | None]:
     """Each session's blocks as chunks with stable ids, data: URIs elided and
     secrets redacted (blocks whose secrets cannot be located are dropped)."""

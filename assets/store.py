@@ -6,19 +6,12 @@ import dagster as dg
 import numpy as np
 
 from funes.indexing import ParsedUnit, commit_parsed
-from funes.pipelines.partitions import session_partitions
 from funes.pipelines.resources import MemoryResource
 
-from funes.assets.ingest import SINGLE_RUN
+from funes.assets.ingest import SESSION_CHAIN
 
 
-@dg.asset(
-    partitions_def=session_partitions,
-    backfill_policy=SINGLE_RUN,
-    group_name="index",
-    pool="lance_writer",
-    kinds={"lance"},
-)
+@dg.asset(**SESSION_CHAIN, pool="lance_writer", kinds={"lance"})
 def memory_chunks(
     context: dg.AssetExecutionContext,
     redacted_chunks: dict[str, ParsedUnit | None],
