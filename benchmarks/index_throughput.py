@@ -22,11 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse_throughput import WORK, dev_corpus  # noqa: E402
 from report import REPO, machine, write_section  # noqa: E402
-from synthetic import make_history  # noqa: E402
+from synthetic import make_history_of_chunks  # noqa: E402
 
 FUNES = [sys.executable, "-m", "funes.cli"]
-# Synthetic histories yield about 640 chunks per MB of transcript (measured).
-CHUNKS_PER_MB = 640
 
 
 def folder_bytes(folder: Path) -> int:
@@ -88,7 +86,7 @@ def big_history(target_chunks: int) -> dict:
     new turn (as the hook worker would index it) into that memory."""
     home = WORK / f"synthetic-{target_chunks // 1000}k-chunks"
     if not home.exists():
-        make_history(home, int(target_chunks / CHUNKS_PER_MB * 1e6))
+        make_history_of_chunks(home, target_chunks)
     funes_home = WORK / f"funes-big-{target_chunks // 1000}k"
     subprocess.run(["rm", "-rf", str(funes_home)], check=True)
     out = subprocess.run([sys.executable, __file__, "--big-run", str(home)], env=env_for(home, funes_home),
@@ -150,7 +148,7 @@ def main() -> int:
         rows.append(end_to_end("dev", dev))
     synthetic = WORK / f"synthetic-{args.synthetic_chunks // 1000}k-chunks"
     if not synthetic.exists():
-        make_history(synthetic, int(args.synthetic_chunks / CHUNKS_PER_MB * 1e6))
+        make_history_of_chunks(synthetic, args.synthetic_chunks)
     rows.append(end_to_end(f"synthetic-{args.synthetic_chunks // 1000}k", synthetic))
     big = big_history(args.big_chunks)
     lines = [

@@ -31,10 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse_throughput import WORK  # noqa: E402
 from report import machine, percentiles, write_section  # noqa: E402
-from synthetic import make_history  # noqa: E402
+from synthetic import make_history_of_chunks  # noqa: E402
 
 FUNES = [sys.executable, "-m", "funes.cli"]
-CHUNKS_PER_MB = 640
 QUERIES = [
     "why did the container build fail", "npm ci exit handler never called", "prisma generate in CI",
     "how did we fix the failing typecheck", "biome formatting errors on commit", "rebase conflict resolution",
@@ -52,7 +51,7 @@ def build_memory(target: int) -> Path:
         return funes_home
     home = WORK / f"latency-{target // 1000}k-home"
     if not home.exists():
-        make_history(home, int(target / CHUNKS_PER_MB * 1e6))
+        make_history_of_chunks(home, target)
     env = {**os.environ, "HOME": str(home), "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
     subprocess.run([sys.executable, __file__, "--build", str(target)], env=env, check=True)
     return funes_home

@@ -12,6 +12,9 @@ import uuid
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
+# Chunks per MB of these transcripts at the memory's 600-character splits
+# (measured: 149,440 chunks from 157 MB).
+CHUNKS_PER_MB = 950
 CLAUDE = ["episodic_memory/9a9eadc8-c1f1-493e-a0f1-884aa996b05b.jsonl",
           "episodic_memory/0fae0449-64d3-4788-8622-d3a47d82c14b.jsonl",
           "episodic_memory/67a8478e-78dc-44ab-82ea-f65c8ead85f6.jsonl", "claude_session.jsonl"]
@@ -58,3 +61,8 @@ def make_history(home: Path, target_bytes: int, seed: int = 0) -> tuple[int, int
             files += 1
         copy += 1
     return files, written
+
+
+def make_history_of_chunks(home: Path, chunks: int) -> tuple[int, int]:
+    """A history that indexes into about ``chunks`` chunks."""
+    return make_history(home, int(chunks / CHUNKS_PER_MB * 1e6))
