@@ -7,7 +7,6 @@ files and compiled secret rules (expensive, shareable) live in one cache for the
 whole session.
 """
 
-import os
 import sys
 from pathlib import Path
 

@@ -278,7 +278,7 @@ def synthetic_transcript_lines(seed: int, count: int) -> list[str]:
         lambda: f"cache key: {b64(32)} (hit)",
         lambda: f"ETag: W/\"{rng.randbytes(12).hex()}\"",
         lambda: f"trace_id={rng.randbytes(16).hex()} span_id={rng.randbytes(8).hex()}",
-        lambda: f"Enter your password: \nexport DB_PASSWORD=${{DB_PASSWORD:-}}\nPASSWORD=$(cat /run/secrets/db)",
+        lambda: "Enter your password: \nexport DB_PASSWORD=${DB_PASSWORD:-}\nPASSWORD=$(cat /run/secrets/db)",
         lambda: 'password: "{{ vault_db_password }}"\nsecret: "<your secret here>"',
         lambda: f"SECRET_KEY_FILE=/run/secrets/app_{rng.randrange(99)}\nPASSWORD_MIN_LENGTH=12",
         lambda: f"session {uuid.UUID(bytes=rng.randbytes(16))}: {rng.randrange(9999)} tokens used",

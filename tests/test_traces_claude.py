@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from funes.traces import claude
 from trace_helpers import REAL, assert_well_formed, copy_fixture, parse_file, shape, texts, turn
