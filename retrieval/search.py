@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-import numpy as np
-
 from funes.errors import UsageError
 from funes.memory.store import Memory
 from funes.retrieval.filters import Filters
@@ -252,6 +250,3 @@ def _neg_ts(ts: str) -> str:
     """Sort key putting newer timestamps first in an ascending sort."""
     return "".join(chr(0x10FFFF - ord(c)) for c in ts) if ts else "\U0010ffff"
 
-
-def vector_of(values: Any) -> np.ndarray:
-    return np.asarray(values, dtype=np.float32)

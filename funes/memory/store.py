@@ -117,7 +117,6 @@ class MemoryStats:
     embedded: int
     per_harness: dict[str, dict[str, int]] = field(default_factory=dict)
     pending_by_tier: dict[int, int] = field(default_factory=dict)
-    last_indexed: str | None = None
     version: int = 0
 
 
@@ -228,13 +227,9 @@ class Memory:
         return list(zip(ids, distances, strict=True))
 
     def stats(self) -> MemoryStats:
-        table = self.scan(["session_id", "harness", "tier", "ts"], None)
-        embedded_mask = None
-        try:
-            embedded_mask = self.scan(["id"], "vector IS NOT NULL").num_rows
-        except Exception:  # noqa: BLE001 - an old table without the column
-            embedded_mask = 0
         import polars as pl
+
+        table = self.scan(["session_id", "harness"], None)
 
         frame = pl.from_arrow(table)
         pending = pl.from_arrow(self.scan(["tier"], "vector IS NULL"))
@@ -251,7 +246,7 @@ class Memory:
         return MemoryStats(
             chunks=frame.height,
             sessions=frame.select(pl.struct("harness", "session_id").n_unique()).item() if frame.height else 0,
-            embedded=int(embedded_mask),
+            embedded=self.count("vector IS NOT NULL"),
             per_harness=dict(sorted(per_harness.items())),
             pending_by_tier=dict(sorted(pending_by_tier.items())),
             version=self.version,
