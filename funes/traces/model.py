@@ -33,12 +33,32 @@ def canonical_harness(name: str) -> str | None:
     return HARNESS_ALIASES.get(name.strip().lower())
 
 
+# What a tool call did to a file, as far as its arguments tell.
+FILE_ACTIONS = ("read", "edit", "write", "delete")
+
+
+@dataclass(frozen=True, slots=True)
+class FileTouch:
+    """A file a tool call read, edited in place, wrote whole (created or
+    overwrote) or deleted, with the path as the trace records it."""
+
+    path: str
+    action: str  # one of FILE_ACTIONS
+
+
 @dataclass(slots=True)
 class Block:
     block_type: str  # one of BLOCK_TYPES
     text: str
     tool_name: str | None = None
     tool_use_id: str | None = None
+    # Provenance a parser reads off the agent's own tool records, for history and
+    # file/command filters: on tool_use blocks the files the call touched and the
+    # shell command it ran; on tool_result blocks the command's exit status when
+    # the trace records one.
+    files: tuple[FileTouch, ...] = ()
+    command: str | None = None
+    exit_code: int | None = None
 
 
 @dataclass(slots=True)
