@@ -2,21 +2,32 @@
 
     python -m funes.cli.hook_worker        (started detached by funes.hook)
 
-One worker at a time drains ``$FUNES_HOME/spool``: it holds ``spool/.worker.lock``
-(the hook starts no worker while it is held) and takes it before importing
-anything heavy, so a surplus worker a race starts exits at once; the one draining
-looks at the spool again after letting the lock go, so a turn spooled at any
-moment is handled by someone.  Requests are grouped by
-memory and session: a burst indexes each session once, its new chunks embedded in
-the same write.  Only the sessions the requests name are indexed, never a sweep.
+One worker at a time drains ``$FUNES_HOME/spool``: it holds ``spool/.worker.lock``,
+handed over already locked by the hook that started it (``FUNES_WORKER_LOCK_FD``),
+so the other hooks of a burst start no worker; one started any other way takes the
+lock before importing anything heavy and exits at once if it is held.  The one
+draining looks at the spool again after letting the lock go, so a turn spooled at
+any moment is handled by someone.  Requests are grouped by memory and session: a
+burst indexes each session once, its new chunks embedded in the same write.  Only
+the sessions the requests name are indexed, never a sweep.
 
-The memory's writer lock is tried without waiting; when another writer holds it
-(`funes index`, say) the requests stay spooled for the next turn's worker.  With
-time left, vectors still missing from earlier text-first indexing are filled in
-(stopping as soon as a new turn is spooled).  Publish requests run after the
+A memory another process is writing (`funes index`, maintenance, a Dagster run)
+is waited for, not given up on: the worker polls its writer lock every
+``WRITER_POLL_S`` without taking it and without loading any model (it stays a
+small process however long the other writer runs), other memories go ahead
+meanwhile, and once the lock is free it loads the models and indexes, so the turn
+is recallable seconds after the writer finishes with no further hook.  While it
+waits it holds the spool, so the turns spooled meanwhile are taken in the same
+pass.  Only a writer holding the lock for ``WRITER_WAIT_S`` (a stuck process, not
+a long index) makes it leave the requests spooled for the next hook's worker.
+
+With time left, vectors still missing from earlier text-first indexing are filled
+in (stopping as soon as a new turn is spooled).  Publish requests run after the
 indexing, one push per memory.  Then the worker waits a few minutes for the next
-turn, still holding the lock, so a session's later turns find it warm.  The worker never starts an agent, and everything
-it starts inherits ``FUNES_HOOK=1`` from the hook.
+turn, still holding the lock, so a session's later turns find it warm.  It exits
+only once the thread loading the models has finished (native code torn down
+mid-load aborts the process).  The worker never starts an agent, and everything it
+starts inherits ``FUNES_HOOK=1`` from the hook.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from funes.hook import LOG_NAME, WORKER_LOCK, spool_dir
+from funes.hook import LOCK_FD_ENV, LOG_NAME, WORKER_LOCK, spool_dir
 
 log = logging.getLogger("funes.hook")
 
@@ -44,6 +55,9 @@ BACKLOG_BUDGET_S = 10.0
 # embedder loaded, so the next turns of a session skip the ~2 s of cold start.
 IDLE_EXIT_S = 300.0
 POLL_S = 0.1
+# A memory another process writes is polled this often, for at most this long.
+WRITER_POLL_S = 0.2
+WRITER_WAIT_S = 12 * 3600.0
 LOG_MAX_BYTES = 5_000_000
 HARNESS_OF_AGENT = {"claude": "claude_code", "codex": "codex", "pi": "pi", "hermes": "hermes"}
 
@@ -94,11 +108,28 @@ def has_requests(folder: Path) -> bool:
     return any(folder.glob("*.json"))
 
 
+def handed_lock() -> int | None:
+    """The spool lock the hook that started this worker took for it, if any (once:
+    a later pass takes the lock itself).  Not inherited by what the worker starts."""
+    value = os.environ.pop(LOCK_FD_ENV, "")
+    if not value.isdigit():
+        return None
+    descriptor = int(value)
+    try:
+        os.set_inheritable(descriptor, False)
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # already ours: returns at once
+    except OSError:  # not a descriptor we were handed after all
+        return None
+    return descriptor
+
+
 @contextmanager
 def worker_lock(folder: Path) -> Iterator[bool]:
     """Whether this process is the one worker draining ``folder`` (released on exit)."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / WORKER_LOCK, "a") as handle:
+    handed = handed_lock()
+    handle = open(handed, "a") if handed is not None else open(folder / WORKER_LOCK, "a")  # noqa: SIM115
+    with handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -143,6 +174,8 @@ class Worker:
         self.folder = folder
         self._embedder: Any = None
         self._loading = threading.Lock()
+        self._warming: threading.Thread | None = None
+        self._waiting: dict[str, float] = {}  # memories being waited for (label → since when)
 
     def embedder(self) -> Any:
         with self._loading:
@@ -154,29 +187,45 @@ class Worker:
 
     def warm_up(self) -> None:
         """Load the embedder and the secret scanner in a thread while the main one
-        imports lancedb: both are mostly native code, so the cold start overlaps."""
+        imports lancedb: both are mostly native code, so the cold start overlaps.
+        Not a daemon: the interpreter waits for it at exit, since onnxruntime torn
+        down mid-load aborts the process (`terminate called without an active
+        exception`)."""
         def load() -> None:
             from funes.redaction import get_scanner
 
             self.embedder()
             get_scanner()
 
-        if self._embedder is None:
-            threading.Thread(target=load, name="funes-warm-up", daemon=True).start()
+        if self._embedder is None and self._warming is None:
+            self._warming = threading.Thread(target=load, name="funes-warm-up")
+            self._warming.start()
 
     def drain(self) -> bool:
-        """Handle every spooled request; False when the memory was busy and some
-        were left for the next worker."""
+        """Handle every spooled request.  A memory another process is writing is
+        waited for (module docstring), re-reading the spool every ``WRITER_POLL_S``
+        so the turns spooled meanwhile join; False when one stayed busy for
+        ``WRITER_WAIT_S``: its requests stay spooled for the next worker."""
+        waiting = self._waiting
         while requests := read_requests(self.folder):
-            if any(request.publish is None for request in requests):
-                self.warm_up()
             by_memory: dict[str | None, list[Request]] = {}
             for request in requests:
                 if request.publish is None:
                     by_memory.setdefault(request.memory, []).append(request)
-            for memory, batch in by_memory.items():
-                if not self.index(memory, batch):
+            busy = [label for memory, batch in by_memory.items() if (label := self.index_if_free(memory, batch))]
+            for label in [label for label in waiting if label not in busy]:
+                del waiting[label]  # its requests went another way (a newer duplicate, say)
+            if busy:
+                for label in busy:
+                    if label not in waiting:
+                        waiting[label] = time.monotonic()
+                        log.info("%s is being written by another process: waiting for it to finish", label)
+                if time.monotonic() - min(waiting.values()) >= WRITER_WAIT_S:
+                    log.warning("gave up after %.0fs waiting for %s: its requests are left for the next turn",
+                                WRITER_WAIT_S, ", ".join(busy))
                     return False
+                time.sleep(WRITER_POLL_S)
+                continue
             for remote in dict.fromkeys(r.publish for r in requests if r.publish is not None):
                 publish(remote)
                 for request in requests:
@@ -184,7 +233,25 @@ class Worker:
                         request.path.unlink(missing_ok=True)
         return True
 
+    def index_if_free(self, memory: str | None, batch: list[Request]) -> str | None:
+        """Index ``batch`` unless another process is writing ``memory``: then its
+        label, with no model loaded for it."""
+        from funes.memory.location import location_for
+        from funes.memory.store import MemoryWriter
+
+        location = location_for(memory)
+        if MemoryWriter.lock_free(location):
+            if location.label in self._waiting:
+                log.info("%s is free after %.1fs of waiting", location.label,
+                         time.monotonic() - self._waiting.pop(location.label))
+            self.warm_up()
+            if self.index(memory, batch):
+                return None
+        return location.label  # busy, or taken by another writer between the look and the open
+
     def index(self, memory: str | None, batch: list[Request]) -> bool:
+        """Index ``batch`` into ``memory``; False (nothing done) when another
+        process holds its writer lock."""
         from funes.embedding import IDENTITY
         from funes.errors import FunesError, WriterBusyError
         from funes.indexing import embed_backlog, index_units
@@ -217,8 +284,6 @@ class Worker:
                                            should_stop=lambda: has_requests(self.folder))
                     log.info("embedded %d earlier chunk(s) still lacking vectors", filled)
         except WriterBusyError:
-            log.info("%s is being written by another process: %d request(s) left for the next turn",
-                     location.label, len(batch))
             return False
         except FunesError as exc:  # a memory this funes cannot write: retrying every turn would not help
             log.error("cannot index into %s: %s", location.label, exc)
@@ -274,7 +339,7 @@ def next_request(folder: Path, idle_s: float) -> bool:
 
 
 def main() -> int:
-    folder = spool_dir()
+    folder = Path(spool_dir())
     worker = Worker(folder)
     idle_s = idle_seconds()
     while True:

@@ -1,18 +1,25 @@
 """The command agents run after every turn: hand the turn to a worker, return at once.
 
-    <python> -m funes.hook <agent> [--memory SPEC] [--publish MEMORY]
+    <python> -I -S <funes>/hook.py <agent> [--memory SPEC] [--publish MEMORY]
 
 It reads the agent's JSON payload from stdin (all of it: an unread pipe can block
 or kill the agent), keeps the few fields that name the session, spools them under
-``$FUNES_HOME/spool/``, starts ``funes.cli.hook_worker`` detached (a new session,
-no inherited descriptors, stdio away from the agent's pipes) unless one is already
-at work or waiting for the next turn, and exits 0.
+``$FUNES_HOME/spool/``, and exits 0.  If no worker holds the spool, the hook takes
+its lock (``spool/.worker.lock``) and starts ``funes.cli.hook_worker`` detached (a
+new session, stdio away from the agent's pipes) with the locked descriptor
+inherited: the worker owns the spool from its first instruction, so the other
+hooks of a burst see it held and start no second worker.  A worker looks at the
+spool again after letting the lock go, so a turn spooled at any moment is handled.
 
 It never prints on stdout (Claude and Codex read decisions there), never exits
 non-zero, and fails open: an error is logged to ``$FUNES_HOME/logs/hooks.log`` and
-the agent carries on.  Standard library only, so it returns in tens of
-milliseconds.  ``--memory`` names where to index (default: the local memory);
-``--publish`` makes the request a session-boundary publish to that memory.
+the agent carries on.  It costs the agent an interpreter start, so it is run as a
+script with ``-I -S`` (no site-packages, no ``.pth`` files, no current directory on
+the path: an agent's project cannot shadow a module it imports) and imports
+nothing beyond ``json`` and ``fcntl`` unless it starts the worker: not
+``funes.config`` (which brings in pathlib), hence :func:`funes_home` below.
+``--memory`` names where to index (default: the local memory); ``--publish`` makes
+the request a session-boundary publish to that memory.
 
 Processes the worker starts carry ``FUNES_HOOK=1``; a hook fired inside one
 returns at once, so nothing a hook starts can set off another hook.
@@ -20,16 +27,14 @@ returns at once, so nothing a hook starts can set off another hook.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import subprocess
 import sys
 import time
-import uuid
-
-from funes.config import funes_home, logs_dir
 
 MARKER_ENV = "FUNES_HOOK"
+LOCK_FD_ENV = "FUNES_WORKER_LOCK_FD"  # the spool lock the hook hands its worker
 WORKER_MODULE = "funes.cli.hook_worker"
 LOG_NAME = "hooks.log"
 WORKER_LOCK = ".worker.lock"  # held by the one worker draining the spool
@@ -39,8 +44,18 @@ WORKER_LOCK = ".worker.lock"  # held by the one worker draining the spool
 KEPT_FIELDS = ("transcript_path", "session_id", "cwd", "hook_event_name", "profile")
 
 
-def spool_dir():
-    return funes_home() / "spool"
+def funes_home() -> str:
+    """:func:`funes.config.funes_home` as a string, without importing pathlib
+    (tests/test_hooks.py checks that the two agree)."""
+    return os.path.expanduser(os.environ.get("FUNES_HOME") or os.path.join("~", ".funes"))
+
+
+def spool_dir() -> str:
+    return os.path.join(funes_home(), "spool")
+
+
+def logs_dir() -> str:
+    return os.path.join(funes_home(), "logs")
 
 
 def request_from(argv: list[str], payload: bytes) -> dict:
@@ -61,47 +76,45 @@ def request_from(argv: list[str], payload: bytes) -> dict:
 
 def spool(request: dict) -> None:
     folder = spool_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
-    temporary = folder / f".{name}.tmp"  # the worker reads *.json only: never a half-written file
-    temporary.write_text(json.dumps(request))
-    os.replace(temporary, folder / name)
+    os.makedirs(folder, exist_ok=True)
+    name = f"{time.time_ns()}-{os.getpid()}-{os.urandom(4).hex()}.json"
+    temporary = os.path.join(folder, f".{name}.tmp")  # the worker reads *.json only: never a half-written file
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write(json.dumps(request))
+    os.replace(temporary, os.path.join(folder, name))
 
 
-def worker_waiting(folder) -> bool:
-    """Whether a worker holds the spool (indexing, or waiting for the next turn with
-    its models loaded): it takes this request, so no other is started.  The worker
-    looks at the spool again after letting the lock go, so none is missed."""
+def claim_spool(folder: str) -> int | None:
+    """The spool lock, taken without waiting (a descriptor to hand a new worker),
+    or None when a worker holds it: that worker takes the request just spooled."""
+    descriptor = os.open(os.path.join(folder, WORKER_LOCK), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        import fcntl
-    except ImportError:  # no flock here: always start one; a surplus worker exits at once
-        return False
-    with open(folder / WORKER_LOCK, "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return False
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
-def start_worker() -> None:
+def start_worker(lock: int) -> None:
+    import subprocess  # only the hook that starts a worker pays for the import
+
     logs = logs_dir()
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / LOG_NAME, "ab") as log:
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, LOG_NAME), "ab") as log:
         subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", WORKER_MODULE],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, start_new_session=True,
-            cwd=funes_home(), env={**os.environ, MARKER_ENV: "1"},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, pass_fds=(lock,),
+            start_new_session=True, cwd=funes_home(), env={**os.environ, MARKER_ENV: "1", LOCK_FD_ENV: str(lock)},
         )
 
 
 def log_failure(argv: list[str], error: BaseException) -> None:
     try:
         logs = logs_dir()
-        logs.mkdir(parents=True, exist_ok=True)
+        os.makedirs(logs, exist_ok=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(logs / LOG_NAME, "a", encoding="utf-8") as log:
+        with open(os.path.join(logs, LOG_NAME), "a", encoding="utf-8") as log:
             log.write(f"{stamp} hook {' '.join(argv)} failed open: {error!r}\n")
     except Exception:  # noqa: BLE001, S110 - nowhere left to report; the agent must go on
         pass
@@ -115,9 +128,13 @@ def main(argv: list[str]) -> int:
     if os.environ.get(MARKER_ENV) or not argv:
         return 0
     try:
-        spool(request_from(argv, payload))  # before looking for a worker: see worker_waiting
-        if not worker_waiting(spool_dir()):
-            start_worker()
+        spool(request_from(argv, payload))  # before looking for a worker: see claim_spool
+        lock = claim_spool(spool_dir())
+        if lock is not None:
+            try:
+                start_worker(lock)
+            finally:
+                os.close(lock)  # the worker's inherited copy keeps the lock held
     except Exception as error:  # noqa: BLE001 - fail open, whatever happens
         log_failure(argv, error)
     return 0

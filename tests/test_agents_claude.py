@@ -9,6 +9,8 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, run_cli, snapshot, write
 
+from funes.cli.agents import hook_script
+
 # ~/.claude.json as Claude Code writes it (2-space JSON), with a user MCP server and state.
 USER_STATE = """{
   "numStartups": 42,
@@ -84,7 +86,7 @@ def test_add_registers_the_server_the_stop_hook_and_the_skill(claude_home):
     stop = settings["hooks"]["Stop"]
     assert stop[0]["hooks"][0]["command"] == "notify-send 'Claude is done'"  # the user's first, unmoved
     ours = stop[1]["hooks"][0]
-    assert shlex.split(ours["command"]) == [sys.executable, "-m", "funes.hook", "claude"]
+    assert shlex.split(ours["command"]) == [sys.executable, "-I", "-S", hook_script(), "claude"]
     assert ours["timeout"] == 15 and ours["type"] == "command"
     assert "SessionStart" not in settings["hooks"] and "SessionEnd" not in settings["hooks"]
     skill = (claude_home / ".claude" / "skills" / "funes-recall" / "SKILL.md").read_text()
@@ -103,7 +105,7 @@ def test_a_hub_memory_adds_publish_hooks_and_a_local_add_drops_them(claude_home)
     settings = json.loads((claude_home / ".claude" / "settings.json").read_text())
     for event in ("SessionStart", "SessionEnd"):
         command = shlex.split(settings["hooks"][event][0]["hooks"][0]["command"])
-        assert command[-4:] == ["funes.hook", "claude", "--publish", "acme/kb"]
+        assert command[-4:] == [hook_script(), "claude", "--publish", "acme/kb"]
     assert json.loads((claude_home / ".claude.json").read_text())["mcpServers"]["funes"]["args"] == ["mcp", "acme/kb"]
     assert funes("add", "claude", "--yes").code == 0
     settings = json.loads((claude_home / ".claude" / "settings.json").read_text())

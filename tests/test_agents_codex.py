@@ -9,6 +9,8 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, run_cli, snapshot, write
 
+from funes.cli.agents import hook_script
+
 CONFIG = """# Codex settings
 model = "gpt-5-codex"   # the default
 approval_policy = "on-request"
@@ -70,7 +72,7 @@ def test_add_registers_the_server_and_appends_the_stop_hook_last(codex_home):
     assert config["mcp_servers"]["github"]["env"] == {"GITHUB_TOKEN": "placeholder"}
     stop = hooks["hooks"]["Stop"]
     assert stop[0]["hooks"][0]["command"] == "say done"  # the user's group keeps position 0 (and its trust)
-    assert shlex.split(stop[1]["hooks"][0]["command"]) == [sys.executable, "-m", "funes.hook", "codex"]
+    assert shlex.split(stop[1]["hooks"][0]["command"]) == [sys.executable, "-I", "-S", hook_script(), "codex"]
     assert hooks["description"] == "my hooks" and set(hooks) == {"description", "hooks"}
     assert "/hooks" in result.out and "trust" in result.out  # the step the user must take
     assert (codex_home / ".agents" / "skills" / "funes-recall" / "SKILL.md").exists()

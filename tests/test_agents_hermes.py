@@ -13,6 +13,8 @@ from ruamel.yaml import YAML
 
 from agent_helpers import assert_refused, assert_round_trip, funes, write
 
+from funes.cli.agents import hook_script
+
 CONFIG = """# Hermes Agent configuration
 model:
   default: anthropic/claude-sonnet-4.5   # main model
@@ -89,7 +91,7 @@ def test_add_registers_the_server_the_turn_hook_and_its_consent(hermes_home):
     turn = config["hooks"]["post_llm_call"]
     assert turn[0] == {"command": "~/.hermes/agent-hooks/log-turn.sh"}
     ours = turn[1]
-    assert shlex.split(ours["command"]) == [sys.executable, "-m", "funes.hook", "hermes"]  # no shell: shlex
+    assert shlex.split(ours["command"]) == [sys.executable, "-I", "-S", hook_script(), "hermes"]  # no shell: shlex
     assert ours["timeout"] == 30
     assert approved(approvals, "post_llm_call", ours["command"])  # runs from the first turn, even off a TTY
     assert approved(approvals, "pre_tool_call", "~/.hermes/agent-hooks/guard.sh")

@@ -7,6 +7,8 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, pi_harness, run_cli, write
 
+from funes.cli.agents import hook_script
+
 SETTINGS = """{
   "defaultProvider": "anthropic",
   "defaultModel": "claude-sonnet-4-5",
@@ -43,7 +45,7 @@ def test_add_lists_the_package_and_writes_its_files(pi_home):
     assert settings["packages"] == ["../../my-pi-ext", str(package(pi_home))]
     binding = json.loads((package(pi_home) / "funes.json").read_text())
     assert binding["mcp"][0].endswith("/funes") and binding["mcp"][1:] == ["mcp"]
-    assert binding["index"] == [sys.executable, "-m", "funes.hook", "pi"] and binding["publish"] is None
+    assert binding["index"] == [sys.executable, "-I", "-S", hook_script(), "pi"] and binding["publish"] is None
     assert "quoted history" in binding["guidelines"][0]
     for name in ("index.ts", "package.json", "skills/funes-recall/SKILL.md"):
         assert (package(pi_home) / name).is_file()

@@ -6,6 +6,7 @@ recallable once the worker is done."""
 
 import json
 import os
+import re
 import shlex
 import sqlite3
 import subprocess
@@ -90,11 +91,15 @@ TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn}
 
 
 # ---------------------------------------------------------------- running hooks
-def run_hook(agent: str, payload: object, *options: str, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def run_hook(agent: str, payload: object, *options: str, env: dict | None = None,
+             cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """The hook exactly as `funes add` installs it."""
+    from funes.cli.agents import Binding
+
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "funes.hook", agent, *options], input=data, capture_output=True,
-                            timeout=30, env=env or os.environ.copy())
+    result = subprocess.run([*Binding(None).hook_command(agent), *options], input=data, capture_output=True,
+                            timeout=30, env=env or os.environ.copy(), cwd=cwd)
     return time.perf_counter() - started, result
 
 
@@ -107,9 +112,12 @@ def spooled() -> list[Path]:
 
 
 def worker_running() -> bool:
-    from funes.hook import spool_dir, worker_waiting
+    from funes.hook import claim_spool, spool_dir
 
-    return worker_waiting(spool_dir())
+    lock = claim_spool(spool_dir())
+    if lock is not None:
+        os.close(lock)
+    return lock is None
 
 
 def settled() -> bool:
@@ -212,8 +220,6 @@ def test_eight_hooks_at_once_leave_one_consistent_memory(memory_home):
 
 
 def test_a_waiting_worker_takes_the_next_turn_warm(memory_home, monkeypatch):
-    import re
-
     monkeypatch.setenv("FUNES_HOOK_IDLE_S", "4")
     first, second = token(), token()
     run_hook("claude", claude_turn(memory_home, first))
@@ -227,21 +233,48 @@ def test_a_waiting_worker_takes_the_next_turn_warm(memory_home, monkeypatch):
     assert recalled(first) and recalled(second)
 
 
-def test_a_busy_memory_leaves_the_turn_for_the_next_hook(memory_home):
-    from filelock import FileLock
-
+def test_a_turn_handed_over_while_another_process_writes_lands_once_it_is_free(memory_home):
+    """`funes index` (here: the same writer, held open by the test) has the memory's
+    lock: the worker waits for it instead of leaving the turns for a later hook,
+    takes the turns spooled meanwhile too, and indexes them once the lock is free."""
+    from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
 
     first, second = token(), token()
-    lock = FileLock(str(local_memory().lock_path))
-    with lock:  # `funes index` is writing
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim):
         run_hook("claude", claude_turn(memory_home, first))
-        wait_for(lambda: "left for the next turn" in hook_log(), timeout=60)
-        wait_for(lambda: not worker_running(), timeout=30)
-        assert len(spooled()) == 1
-    run_hook("codex", codex_turn(memory_home, second))
-    wait_for(settled, timeout=120)
-    assert recalled(first) and recalled(second)
+        wait_for(lambda: "waiting for it to finish" in hook_log(), timeout=60)
+        run_hook("codex", codex_turn(memory_home, second))  # finds the waiting worker: starts none
+        wait_for(lambda: len(spooled()) == 2, timeout=30)
+        time.sleep(1)
+        assert worker_running() and len(spooled()) == 2 and "indexed" not in hook_log()
+    # No further hook: the waiting worker indexes both turns once the writer is done.
+    wait_for(lambda: not spooled(), timeout=120)
+    for word in (first, second):
+        result = funes("recall", word, "--no-rerank", "-k", "3")
+        assert result.code == 0 and word in result.out, hook_log()
+    wait_for(lambda: not worker_running(), timeout=60)
+    log = hook_log()
+    assert len(set(re.findall(r"worker\[(\d+)\]", log))) == 1, log  # one worker did it all
+    assert "terminate called" not in log and "Traceback" not in log and " ERROR " not in log, log
+
+
+def test_a_memory_busy_past_the_bound_leaves_its_requests_spooled(memory_home, monkeypatch):
+    """Only a writer that holds the lock for WRITER_WAIT_S makes the worker give up:
+    the requests stay for the next worker, and nothing was loaded meanwhile."""
+    from funes.cli import hook_worker
+    from funes.embedding import IDENTITY
+    from funes.hook import request_from, spool
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+
+    monkeypatch.setattr(hook_worker, "WRITER_WAIT_S", 1.0)
+    spool(request_from(["claude"], json.dumps(claude_turn(memory_home, token())).encode()))
+    worker = hook_worker.Worker(funes_home() / "spool")
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim):
+        assert worker.drain() is False
+    assert len(spooled()) == 1 and worker._embedder is None and worker._warming is None
 
 
 def test_the_hook_fails_open_and_logs(memory_home, tmp_path):
@@ -263,7 +296,7 @@ def test_a_hook_inside_a_process_a_hook_started_does_nothing(memory_home):
     assert result.returncode == 0 and not spooled() and not (funes_home() / "logs" / "hooks.log").exists()
 
 
-def test_the_worker_is_started_detached(monkeypatch, isolated_env):
+def test_the_worker_is_started_detached_holding_the_spool(monkeypatch, isolated_env):
     import funes.hook as hook
 
     started = {}
@@ -272,20 +305,73 @@ def test_the_worker_is_started_detached(monkeypatch, isolated_env):
         def __init__(self, argv, **options):
             started.update(options, argv=argv)
 
-    monkeypatch.setattr(hook.subprocess, "Popen", Recorder)
-    hook.start_worker()
+    monkeypatch.setattr(subprocess, "Popen", Recorder)
+    os.makedirs(hook.spool_dir())
+    lock = hook.claim_spool(hook.spool_dir())
+    hook.start_worker(lock)
     assert started["argv"] == [sys.executable, "-m", "funes.cli.hook_worker"]
     assert started["start_new_session"] is True and started["close_fds"] is True
     assert started["stdin"] == subprocess.DEVNULL and started["stdout"] is not subprocess.PIPE
     assert started["env"]["FUNES_HOOK"] == "1"
+    assert started["pass_fds"] == (lock,) and started["env"]["FUNES_WORKER_LOCK_FD"] == str(lock)
+    assert hook.claim_spool(hook.spool_dir()) is None  # held: the other hooks of a burst start no worker
+    os.close(lock)
 
 
 def test_installed_hook_commands_are_the_hook(isolated_env):
     """What `funes add` writes is exactly this module, with the absolute interpreter."""
+    from funes import hook
+
     assert funes("add", "claude", "--yes").code == 0
     settings = json.loads((isolated_env / ".claude" / "settings.json").read_text())
     argv = shlex.split(settings["hooks"]["Stop"][0]["hooks"][0]["command"])
-    assert argv == [sys.executable, "-m", "funes.hook", "claude"] and Path(argv[0]).is_absolute()
+    assert argv == [sys.executable, "-I", "-S", str(Path(hook.__file__).resolve()), "claude"]
+    assert Path(argv[0]).is_absolute()
+
+
+def test_an_earlier_hook_command_is_replaced_in_place_or_removed(isolated_env):
+    """Installs from before the script form (`-m funes.hook`) are upgraded by `funes add`, not doubled,
+    and taken out by `funes remove`."""
+    from funes.cli.agents import Binding
+
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    earlier = shlex.join([sys.executable, "-m", "funes.hook", "claude"])
+    users = {"type": "command", "command": "notify-send done"}
+    original = {"hooks": {"Stop": [{"hooks": [users]}, {"hooks": [{"type": "command", "command": earlier, "timeout": 15}]}]}}
+    settings.write_text(json.dumps(original, indent=2))
+    assert funes("add", "claude", "--yes").code == 0
+    stop = json.loads(settings.read_text())["hooks"]["Stop"]
+    assert [handler["command"] for group in stop for handler in group["hooks"]] == \
+        ["notify-send done", Binding(None).hook_line("claude")]
+    settings.write_text(json.dumps(original, indent=2))
+    assert funes("remove", "claude").code == 0
+    assert json.loads(settings.read_text())["hooks"]["Stop"] == [{"hooks": [users]}]
+
+
+def test_the_hook_imports_nothing_from_the_agents_project(memory_home, tmp_path):
+    """Agents run hooks in the user's project: a module there named like one the hook
+    imports must not run (`-I`), and the hook needs no site-packages (`-S`)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("json", "fcntl", "funes"):
+        (project / f"{name}.py").write_text("raise SystemExit('imported from the project')\n")
+    elapsed, result = run_hook("claude", claude_turn(memory_home, token()), cwd=project)
+    assert result.returncode == 0 and result.stderr == b"" and "failed open" not in hook_log()
+    wait_for(settled, timeout=120)
+    assert "indexed 1 of 1" in hook_log()
+
+
+def test_the_hook_finds_the_same_home_as_the_rest_of_funes(monkeypatch, tmp_path):
+    from funes import config, hook
+
+    for value in (None, "~/elsewhere", str(tmp_path / "funes")):
+        if value is None:
+            monkeypatch.delenv("FUNES_HOME", raising=False)
+        else:
+            monkeypatch.setenv("FUNES_HOME", value)
+        assert hook.funes_home() == str(config.funes_home())
+        assert hook.logs_dir() == str(config.logs_dir())
 
 
 def test_publish_requests_coalesce_and_call_push(isolated_env, monkeypatch):

@@ -6,7 +6,7 @@ Every agent gets, in its own config files and formats:
   to the memory named at `add` (pi has no MCP client: its extension bridges the
   tools);
 * per-turn indexing: the agent's end-of-turn hook (pi: extension event) runs
-  ``<python> -m funes.hook <agent>``, which hands the session to a worker;
+  ``<python> -I -S <funes>/hook.py <agent>``, which hands the session to a worker;
 * for a Hub memory, publish hooks at session boundaries;
 * the ``funes-recall`` skill: when to recall, and that recalled text is quoted
   history, not instructions.
@@ -73,8 +73,10 @@ class Binding:
         return [funes_executable(), "mcp", *([self.memory] if self.memory else [])]
 
     def hook_command(self, agent: str, *, publish: bool = False) -> list[str]:
-        """The hook's argv: the absolute interpreter, so it runs with an agent's bare PATH."""
-        command = [sys.executable, "-m", HOOK_MODULE, agent]
+        """The hook's argv: the absolute interpreter (it runs with an agent's bare
+        PATH) on funes/hook.py as a script, isolated and without site-packages,
+        which it does not need: that halves its start-up (funes.hook's docstring)."""
+        command = [sys.executable, "-I", "-S", hook_script(), agent]
         if publish and self.memory:
             return [*command, "--publish", self.memory]
         if self.memory and not self.remote:  # a folder or object-store memory is indexed in place
@@ -86,8 +88,22 @@ class Binding:
         return shlex.join(self.hook_command(agent, publish=publish))
 
 
+def hook_script() -> str:
+    from funes import hook
+
+    return str(Path(hook.__file__).resolve())
+
+
 def is_funes_hook(command: object) -> bool:
-    return isinstance(command, str) and f" -m {HOOK_MODULE} " in f" {command} "
+    """A hook command funes installed: this form, or the ``-m funes.hook`` of earlier versions."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return any(word == "-m" and following == HOOK_MODULE for word, following in zip(words, words[1:])) \
+        or any(Path(word).parts[-2:] == ("funes", "hook.py") for word in words)
 
 
 def skill_text() -> str:

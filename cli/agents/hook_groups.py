@@ -2,7 +2,7 @@
 
     {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "…", "timeout": 15}]}], …}}
 
-funes's handlers are those whose command runs ``-m funes.hook``.  Setting them
+funes's handlers are those whose command runs funes's hook (``is_funes_hook``).  Setting them
 keeps a group of funes's where it is (rewritten in place when its command
 changed) and appends a missing one last, so other groups never move: Codex keys
 its hook trust by position.  Removing them deletes funes's groups (or handlers,

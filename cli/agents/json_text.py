@@ -116,7 +116,8 @@ class JsonText:
         if self.get(path, MISSING) == value:
             return
         for depth in range(1, len(path)):
-            if not isinstance(self.get(path[:depth], {}), dict):
+            container = self.get(path[:depth], {})  # an object, or an array that the next part indexes
+            if not isinstance(container, dict) and not (isinstance(container, list) and isinstance(path[depth], int)):
                 raise ConfigFileError(f"{display(self.path)}: {dotted(path[:depth])} is not an object;"
                                       " funes changed nothing")
         self._edit(lambda data: _set(data, path, value), lambda spans: self._splice_set(spans, path, value))

@@ -302,6 +302,24 @@ class MemoryWriter:
             lock.release()
 
     @staticmethod
+    def lock_free(location: MemoryLocation) -> bool:
+        """Whether no process holds ``location``'s writer lock right now (looked at,
+        not kept: :meth:`open` may still find it taken a moment later)."""
+        from filelock import FileLock, Timeout
+
+        if not location.lock_path.parent.is_dir():
+            return True  # never written here: :meth:`open` creates the state folder
+        lock = FileLock(str(location.lock_path))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return False
+        except OSError:
+            return True  # let :meth:`open` report what is wrong with the folder
+        lock.release()
+        return True
+
+    @staticmethod
     def _open_table(location: MemoryLocation, expected_identity: Mapping[str, str], dim: int,
                     allow_other_model: bool) -> Any:
         import lancedb
