@@ -10,4 +10,17 @@ for a user → ``funes.cli``; it schedules or records work → ``funes.assets`` 
 ``funes.pipelines``.
 """
 
+import os
+
 __version__ = "0.1.0"
+
+# A local, private memory sends nothing and leaves no identity behind.  onnxruntime
+# 1.32 (1DS telemetry, on Linux and macOS too) writes a device id and an event queue
+# under ~/.cache/Microsoft/DeveloperTools/.onnxruntime and a session file in $TMPDIR
+# when it is *imported*, unless ORT_DISABLE_TELEMETRY=1 is set by then (its later
+# disable_telemetry_events() is too late); huggingface_hub sends telemetry from some
+# calls unless HF_HUB_DISABLE_TELEMETRY=1.  Set here, before anything can import them,
+# and inherited by every process funes starts; a value the user set is kept.
+for _name in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY"):
+    os.environ.setdefault(_name, "1")
+del _name

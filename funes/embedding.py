@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from funes.config import models_dir
+from funes.config import cache_dir, models_dir
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
 
 if TYPE_CHECKING:
@@ -164,10 +164,18 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def keep_torch_cache_in_funes_cache() -> None:
+    """Importing transformers' models imports ``torch._dynamo``, which creates torch's
+    compile cache (``$TMPDIR/torchinductor_<user>``) on the spot: put it under
+    funes's cache instead (a value the user set is kept)."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir() / "torchinductor"))
+
+
 @contextlib.contextmanager
 def quiet_model_loading() -> Iterator[None]:
     """Silence transformers' weight-loading progress bar and tracer warnings, which
     would otherwise land in the middle of CLI output."""
+    keep_torch_cache_in_funes_cache()  # every model load imports transformers here first
     from transformers.utils import logging as hf_logging
 
     bars_were_on = hf_logging.is_progress_bar_enabled()

@@ -129,14 +129,31 @@ def test_odd_values_do_not_cost_the_session(current_db):
     assert [w.line for w in session.warnings] == [22, 23]  # row ids: bad tool_calls JSON, bad multimodal JSON
 
 
-def test_read_only_and_never_immutable(current_db, monkeypatch):
+def test_read_only_and_nothing_left_beside_the_database(current_db, monkeypatch):
+    """A live database (Hermes has it open: its WAL exists) is read mode=ro, so rows
+    still in the WAL are seen; a closed one immutable=1, so the read creates no -wal
+    or -shm in Hermes's folder.  Neither changes a byte of the database."""
     uris = []
     real_connect = sqlite3.connect
     monkeypatch.setattr(hermes.sqlite3, "connect", lambda database, **kw: uris.append(database) or real_connect(database, **kw))
     before = current_db.read_bytes()
-    _sessions(current_db)
-    assert uris and all(uri.startswith("file:") and uri.endswith("?mode=ro") for uri in uris)
+    beside = sorted(path.name for path in current_db.parent.iterdir())
+    count = len(_sessions(current_db))
+    assert uris and all(uri.startswith("file:") and uri.endswith("?mode=ro&immutable=1") for uri in uris)
+    assert sorted(path.name for path in current_db.parent.iterdir()) == beside
     assert current_db.read_bytes() == before
+    uris.clear()
+    hermes_process = real_connect(current_db)
+    try:
+        assert hermes_process.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        hermes_process.execute("PRAGMA wal_autocheckpoint=0")  # the new session stays in the WAL
+        hermes_process.execute("INSERT INTO sessions (id, source, started_at) VALUES ('s_new', 'cli', 1)")
+        hermes_process.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s_new', 'user', 'hi', 2)")
+        hermes_process.commit()
+        assert len(_sessions(current_db)) == count + 1
+        assert uris and all(uri.endswith("?mode=ro") for uri in uris)
+    finally:
+        hermes_process.close()
 
 
 def test_transient_errors_are_retried(current_db, monkeypatch):

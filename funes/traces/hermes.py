@@ -4,12 +4,18 @@ Spec: shared/specs/agent-traces.md §6.  ``<hermes home>/state.db`` and each
 ``profiles/<name>/state.db``; a root may be a database file or a folder holding one.
 
 The database is live (WAL mode, written while we read).  It is opened read-only
-through a ``file:…?mode=ro`` URI — never ``immutable=1``, which would ignore the WAL —
-with a 5 s busy timeout, and an open or read that fails with a transient
-``disk I/O error`` / ``database is locked`` (Hermes checkpointing) is retried three
-times 50 ms apart.  A database that stays unreadable raises TraceReadError, so the
-unit is retried later instead of being recorded as empty.  Columns are probed with
-``PRAGMA table_info``: older schemas lack many of them.
+through a ``file:…?mode=ro`` URI — not ``immutable=1``, which would ignore the
+WAL — with a 5 s busy timeout.  The exception is a WAL database with no ``-wal``
+file beside it, which no connection has open (SQLite deletes the WAL at the last
+close) and whose every row is in the main file: there a ``mode=ro`` reader would
+create ``-wal`` and ``-shm`` in the agent's folder and, being read-only, leave
+them behind, so ``immutable=1`` is added (there is no WAL to ignore; a Hermes that
+starts meanwhile writes to a new WAL, which the next read sees).  An open or read
+that fails with a transient ``disk I/O error`` / ``database is locked`` (Hermes
+checkpointing) is retried three times 50 ms apart.  A database that stays
+unreadable raises TraceReadError, so the unit is retried later instead of being
+recorded as empty.  Columns are probed with ``PRAGMA table_info``: older schemas
+lack many of them.
 
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
 become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
@@ -90,10 +96,21 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")  # a bad byte costs a character, not the row
 
 
+def _closed_wal_database(db: Path) -> bool:
+    """A WAL-mode database (header bytes 18-19 are 2) that no connection has open."""
+    try:
+        with db.open("rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    wal_mode = header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
+    return wal_mode and not db.with_name(db.name + "-wal").exists()
+
+
 def _read(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``query`` on a read-only connection inside one read transaction (one
     consistent snapshot), retrying transient failures."""
-    uri = f"{db.absolute().as_uri()}?mode=ro"
+    uri = f"{db.absolute().as_uri()}?mode=ro{'&immutable=1' if _closed_wal_database(db) else ''}"
     failures = 0
     while True:
         conn = None
