@@ -21,7 +21,6 @@ import pytest
 
 from agent_helpers import funes, needs_cli, pi_harness, wait_for
 
-HOOK_BUDGET_S = 0.3
 
 
 @pytest.fixture(autouse=True)
@@ -149,13 +148,12 @@ def test_the_hook_returns_at_once_and_the_turn_becomes_recallable(memory_home, a
     word = token()
     payload = TURNS[agent](memory_home, word)
     env = {**os.environ, "HERMES_HOME": str(memory_home / ".hermes")} if agent == "hermes" else None
-    times = []
-    for _ in range(3):  # a burst of turns of one session: each hook returns at once
-        elapsed, result = run_hook(agent, payload, env=env)
+    for _ in range(3):  # a burst of turns of one session: each hook hands over and returns
+        _, result = run_hook(agent, payload, env=env)
         assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
-        times.append(elapsed)
-    # Loosely, as a shared CI machine allows: benchmarks/hooks.py measures the distribution.
-    assert min(times) <= HOOK_BUDGET_S and max(times) < 3, times
+        # Returned while the detached worker still holds the spool: the hook never waits
+        # for indexing (how fast it returns is measured in benchmarks/hooks.py, not here).
+        assert worker_running() or not spooled()
     wait_for(settled, timeout=120)
     assert recalled(word), hook_log()
     assert " ERROR " not in hook_log() and " WARNING " not in hook_log()
@@ -169,7 +167,7 @@ def test_the_pi_extension_indexes_each_prompt(memory_home):
     session = pi_turn(memory_home, word)
     handled = pi_harness({"action": "turn", "session_file": str(session), "session_id": "pi-session"},
                          cwd=memory_home)
-    assert handled["handled"] == 1 and handled["ms"] < HOOK_BUDGET_S * 1000
+    assert handled["handled"] == 1
     wait_for(lambda: bool(spooled()) or "indexed" in hook_log(), timeout=30)
     wait_for(settled, timeout=120)
     assert recalled(word), hook_log()
@@ -205,7 +203,6 @@ def test_eight_hooks_at_once_leave_one_consistent_memory(memory_home):
     for thread in threads:
         thread.join()
     assert all(result.returncode == 0 for _, result in results)
-    assert max(elapsed for elapsed, _ in results) < 2.0  # eight interpreters on two cores, still quick
     wait_for(settled, timeout=180)
     ids = stored_ids()
     assert len(ids) == len(set(ids))
@@ -279,15 +276,15 @@ def test_a_memory_busy_past_the_bound_leaves_its_requests_spooled(memory_home, m
 
 def test_the_hook_fails_open_and_logs(memory_home, tmp_path):
     for payload in (b"not json at all", b"[1, 2]", b"", json.dumps({"transcript_path": "/nope.jsonl"}).encode()):
-        elapsed, result = run_hook("claude", payload)
-        assert result.returncode == 0 and result.stdout == b"" and elapsed < 5
+        _, result = run_hook("claude", payload)
+        assert result.returncode == 0 and result.stdout == b""
     wait_for(settled, timeout=60)
     assert "no transcript at /nope.jsonl" in hook_log() or "names no transcript_path" in hook_log()
     # A FUNES_HOME it cannot write: still exit 0 at once, nothing printed.
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    elapsed, result = run_hook("codex", {"transcript_path": "/x"}, env={**os.environ, "FUNES_HOME": str(blocked)})
-    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b"" and elapsed < 5
+    _, result = run_hook("codex", {"transcript_path": "/x"}, env={**os.environ, "FUNES_HOME": str(blocked)})
+    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
 
 
 def test_a_hook_inside_a_process_a_hook_started_does_nothing(memory_home):
@@ -356,7 +353,7 @@ def test_the_hook_imports_nothing_from_the_agents_project(memory_home, tmp_path)
     project.mkdir()
     for name in ("json", "fcntl", "funes"):
         (project / f"{name}.py").write_text("raise SystemExit('imported from the project')\n")
-    elapsed, result = run_hook("claude", claude_turn(memory_home, token()), cwd=project)
+    _, result = run_hook("claude", claude_turn(memory_home, token()), cwd=project)
     assert result.returncode == 0 and result.stderr == b"" and "failed open" not in hook_log()
     wait_for(settled, timeout=120)
     assert "indexed 1 of 1" in hook_log()
