@@ -1,9 +1,10 @@
 """Recall: a free-text question → the verbatim passages that answer it.
 
 embed the query with the memory's pinned model → BM25 (bm25s, over each chunk
-with the two chunks before it: see funes.memory.lexical) and vector search →
-fusion (by default a convex combination of normalised scores: see
-retrieval/fusion.py) → cross-encoder rerank of the top candidates (when one can be loaded)
+with its context: see funes.memory.lexical) and vector search → fusion (by
+default a convex combination of normalised scores: see retrieval/fusion.py) →
+ranking by what each candidate is and where, one hit per block (see
+retrieval/ranking.py) → cross-encoder rerank of the top candidates (when one can be loaded)
 → recency (a tie-breaker unless a half-life is asked for) → neighbours (±N turns
 by seq) → hits with their full provenance and the score of every stage.
 

@@ -22,21 +22,23 @@ the table commit and the segment) index the missing chunks in memory: they never
 wait for the writer.
 
 What is indexed for a chunk is a *document* (:func:`document`), not the bare
-chunk text: the chunk's text weighted three times, after the text of up to two
-chunks that precede it in its session (each cut to 400 characters).  A turn often
-answers the one before it ("here it is!" after "did you finish the painting?";
-a tool result after the command that produced it), so the question's words
-are frequently in the neighbour, not the turn.  On the LoCoMo dev split this
-raised BM25's R@10 from 0.570 to 0.73 and MRR@10 from 0.405 to 0.51; the
-weight keeps the chunk that says a thing ahead of the chunks after it, and on
-known-item queries over real coding transcripts (words or identifiers drawn
-from one chunk) it ranks that chunk first more often than indexing the bare
-text did (BENCHMARKS.md).  Only *earlier* chunks
-are used, so a chunk's document never changes once it is written (transcripts
-grow at the end), and the context is derived from the table when a segment is
-built, never stored: deleting or re-redacting a chunk removes its words from
-its neighbours' documents at the next rebuild.  The hit a recall returns is
-still the chunk's own verbatim text.
+chunk text: its own text weighted three times after its context, which depends
+on the block type.  Text, thinking and tool calls take the two conversation
+chunks (text or thinking) before them: a turn often answers the one before it
+("here it is!" after "did you finish the painting?"), and an assistant's short
+"stale build artefacts, let me recompile" is found by the reasoning before it.
+A tool result takes the call that produced it ("what did the test run print"
+names the command), not the conversation; a tool call reads as its argument
+values, not escaped JSON.  Identifiers are tokens whole and in parts
+(:data:`TOKENIZER`).  These were chosen on the LoCoMo and coding dev sets
+(BENCHMARKS.md, "Recall quality (dev sets)").  Only *earlier* chunks are used,
+so a chunk's document never changes once it is written (transcripts grow at the
+end), and the context is derived from the table when a segment is built, never
+stored: deleting or re-redacting a chunk removes its words from its neighbours'
+documents at the next rebuild.  The manifest records the tokenizer, BM25 and
+document settings: segments built under others are not opened, and the next
+write rebuilds them, so an index never mixes two schemes.  The hit a recall
+returns is still the chunk's own verbatim text.
 """
 
 from __future__ import annotations
