@@ -14,7 +14,8 @@ fewer than it was asked for (then every chunk it left out matched no query
 term).  The methods were compared on the LoCoMo dev split, and the weights
 chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
 convex fusion beat weighted RRF at every weight tried, and the result is flat
-for dense weights 0.3–0.5.
+for dense weights 0.3–0.5; on the coding dev set too, with the ranking stage
+that follows (retrieval/ranking.py), 0.4 is within noise of the best.
 
 ``--fusion`` (or ``FUNES_FUSION``) picks one of :data:`METHODS`: ``convex``
 (the default), ``rrf`` (equal-weight RRF, k=60), ``lexical`` (BM25 only: no

@@ -1,9 +1,10 @@
 """Recall: a free-text question → the verbatim passages that answer it.
 
 embed the query with the memory's pinned model → BM25 (bm25s, over each chunk
-with the two chunks before it: see funes.memory.lexical) and vector search →
-fusion (by default a convex combination of normalised scores: see
-retrieval/fusion.py) → cross-encoder rerank of the top candidates (when one can be loaded)
+with its context: see funes.memory.lexical) and vector search → fusion (by
+default a convex combination of normalised scores: see retrieval/fusion.py) →
+ranking by what each candidate is and where, one hit per block (see
+retrieval/ranking.py) → cross-encoder rerank of the top candidates (when one can be loaded)
 → recency (a tie-breaker unless a half-life is asked for) → neighbours (±N turns
 by seq) → hits with their full provenance and the score of every stage.
 
@@ -23,6 +24,8 @@ from funes.errors import UsageError
 from funes.memory.store import Memory
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
+from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
+from funes.retrieval.ranking import Ranking
 
 # How many each retriever contributes to fusion.
 POOL = 100
@@ -92,12 +95,13 @@ def _age_days(ts: str, now: datetime) -> float | None:
 
 class Recaller:
     def __init__(self, memory: Memory, *, embedder: Any = None, reranker: Any = None,
-                 reranker_note: str | None = None, fusion: Fusion = DEFAULT):
+                 reranker_note: str | None = None, fusion: Fusion = DEFAULT, ranking: Ranking = DEFAULT_RANKING):
         self.memory = memory
         self.embedder = embedder
         self.reranker = reranker
         self.reranker_note = reranker_note
         self.fusion = fusion
+        self.ranking = ranking
         self._count_rows()
 
     def _count_rows(self) -> None:
@@ -165,16 +169,16 @@ class Recaller:
         if self.fusion.uses_dense and self._embedded and self.embedder is not None and (allowed is None or len(allowed)):
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
-        fused = self.fusion.fuse(lexical, dense, pool)[: max(candidates, k)]
+        fused = self.fusion.fuse(lexical, dense, pool)
         rows = self.memory.rows([chunk for chunk, _ in fused])
+        splits = self.memory.block_splits(rows.values()) if self.ranking.split_exponent else None
+        fused = self.ranking.rank(fused, rows, splits)[: max(candidates, k)]
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
         dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}
 
         hits: list[Hit] = []
         for chunk, fused_score in fused:
-            row = rows.get(chunk)
-            if row is None:  # deleted since the lexical index was written
-                continue
+            row = rows[chunk]
             lex = lexical_rank.get(chunk)
             den = dense_rank.get(chunk)
             hit = Hit(

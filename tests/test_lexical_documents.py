@@ -1,21 +1,25 @@
-"""What BM25 indexes for a chunk: its own text, weighted, after the chunks before it.
+"""What BM25 indexes for a chunk: its own text, weighted, after the conversation
+before it (a tool result: after the call that produced it).
 
 The documents are derived from the table whenever a segment is built, so a
 memory grown a turn at a time must index exactly what a full rebuild indexes."""
 
+import json
+
 import pytest
 
 from funes.chunking import Chunk, chunk_id
-from funes.memory.lexical import DOCUMENT, document, documents_from_rows
+from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, call_text, document, documents_from_rows, tokenize
 from funes.memory.location import location_for
 from funes.memory.store import Memory, MemoryWriter
 
 IDENTITY = {"funes.embedding.model_id": "test/model", "funes.embedding.revision": "r1", "funes.embedding.dim": "4"}
 
 
-def _row(session, seq, text, block_idx=0, split_idx=0):
+def _row(session, seq, text, block_idx=0, split_idx=0, block_type="text", tool_name=None):
     return {"id": chunk_id(session, f"t{seq}", block_idx, split_idx), "session_id": session, "seq": seq,
-            "block_idx": block_idx, "split_idx": split_idx, "text": text}
+            "block_idx": block_idx, "split_idx": split_idx, "text": text, "block_type": block_type,
+            "tool_name": tool_name}
 
 
 def _own(text):
@@ -29,6 +33,42 @@ def test_a_document_is_the_context_then_the_chunk_weighted():
     # Only the last context_chunks count; an empty one adds nothing.
     assert document("x", ["a", "b", "c"]) == "b\nc\n" + _own("x")
     assert document("x", ["a", ""]) == "a\n" + _own("x")
+
+
+def test_a_tool_call_reads_as_its_tool_and_argument_values():
+    stored = json.dumps({"command": "mix compile --force", "description": "Force a clean\nrecompile"})
+    assert call_text(stored) == "mix compile --force\nForce a clean\nrecompile"
+    assert document(stored, ["Stale build artifacts."], block_type="tool_use", tool_name="Bash") == (
+        "Stale build artifacts.\n" + _own("Bash mix compile --force\nForce a clean\nrecompile"))
+    # A later piece of a split call is not JSON: its escapes are undone alone, so a
+    # word after an escaped newline is not glued to an "n".
+    assert call_text('nd\\n  defp load(\\"x\\")') == 'nd\n  defp load("x")'
+    assert "load" in tokenize([call_text('nd\\n  defp load(\\"x\\")')])[0]
+
+
+def test_a_tool_result_carries_its_call_not_the_conversation():
+    rows = [
+        _row("s", 0, "Why does the build stall?", block_type="text"),
+        _row("s", 1, '{"command":"mix compile"}', block_type="tool_use", tool_name="Bash"),
+        _row("s", 1, '{"file_path":"/a.ex"}', block_idx=1, block_type="tool_use", tool_name="Read"),
+        _row("s", 2, "Waiting for lock on the build directory", block_type="tool_result", tool_name="Bash"),
+        _row("s", 3, "The lock was held by another build.", block_type="text"),
+    ]
+    docs = documents_from_rows(rows)
+    assert docs[rows[3]["id"]] == "mix compile\n" + _own("Bash Waiting for lock on the build directory")
+    # The call is the conversation's context, the tool output is nobody's.
+    assert docs[rows[1]["id"]] == "Why does the build stall?\n" + _own("Bash mix compile")
+    assert docs[rows[4]["id"]] == "Why does the build stall?\n" + _own("The lock was held by another build.")
+
+
+def test_identifiers_are_found_whole_and_by_their_parts():
+    (tokens,) = tokenize(["resolveWorkspaceRoot failed in lib/spotter/transcript_renderer.ex (E0425)"])
+    for token in ("resolveworkspaceroot", "resolv", "workspac", "root", "lib/spotter/transcript_renderer.ex",
+                  "transcript_render", "transcript", "render", "e0425"):
+        assert token in tokens, token
+    # A question in words meets the identifier; the identifier itself matches best.
+    assert set(tokenize(["workspace root"])[0]) <= set(tokens)
+    assert tokenize(["the and of"]) == [[]]
 
 
 def test_context_chunks_are_cut_at_a_word_break():
@@ -79,7 +119,7 @@ CONVERSATION = [
 def _all_documents(location):
     """{chunk id: document} over the whole table, as a full rebuild indexes them."""
     memory = Memory.open(location)
-    rows = memory.scan(["id", "session_id", "seq", "block_idx", "split_idx", "text"]).to_pylist()
+    rows = memory.scan(list(DOCUMENT_COLUMNS)).to_pylist()
     return memory, documents_from_rows(rows)
 
 

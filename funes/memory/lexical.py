@@ -22,27 +22,30 @@ the table commit and the segment) index the missing chunks in memory: they never
 wait for the writer.
 
 What is indexed for a chunk is a *document* (:func:`document`), not the bare
-chunk text: the chunk's text weighted three times, after the text of up to two
-chunks that precede it in its session (each cut to 400 characters).  A turn often
-answers the one before it ("here it is!" after "did you finish the painting?";
-a tool result after the command that produced it), so the question's words
-are frequently in the neighbour, not the turn.  On the LoCoMo dev split this
-raised BM25's R@10 from 0.570 to 0.73 and MRR@10 from 0.405 to 0.51; the
-weight keeps the chunk that says a thing ahead of the chunks after it, and on
-known-item queries over real coding transcripts (words or identifiers drawn
-from one chunk) it ranks that chunk first more often than indexing the bare
-text did (BENCHMARKS.md).  Only *earlier* chunks
-are used, so a chunk's document never changes once it is written (transcripts
-grow at the end), and the context is derived from the table when a segment is
-built, never stored: deleting or re-redacting a chunk removes its words from
-its neighbours' documents at the next rebuild.  The hit a recall returns is
-still the chunk's own verbatim text.
+chunk text: its own text weighted three times after its context, which depends
+on the block type.  Text, thinking and tool calls take the two conversation
+chunks (text or thinking) before them: a turn often answers the one before it
+("here it is!" after "did you finish the painting?"), and an assistant's short
+"stale build artefacts, let me recompile" is found by the reasoning before it.
+A tool result takes the call that produced it ("what did the test run print"
+names the command), not the conversation; a tool call reads as its argument
+values, not escaped JSON.  Identifiers are tokens whole and in parts
+(:data:`TOKENIZER`).  These were chosen on the LoCoMo and coding dev sets
+(BENCHMARKS.md, "Recall quality (dev sets)").  Only *earlier* chunks are used,
+so a chunk's document never changes once it is written (transcripts grow at the
+end), and the context is derived from the table when a segment is built, never
+stored: deleting or re-redacting a chunk removes its words from its neighbours'
+documents at the next rebuild.  The manifest records the tokenizer, BM25 and
+document settings: segments built under others are not opened, and the next
+write rebuilds them, so an index never mixes two schemes.  The hit a recall
+returns is still the chunk's own verbatim text.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -53,44 +56,79 @@ import numpy as np
 
 MANIFEST = "manifest.json"
 # Tokenisation and BM25 parameters; a memory indexed with other settings is rebuilt.
-TOKENIZER = {"stopwords": "en_plus", "stemmer": "english", "pattern": r"(?u)\b\w\w+\b", "lower": True}
+# ``identifiers``: a run of word characters joined by ``.`` ``/`` ``:`` ``-`` (a
+# path, ``ash.codegen``, ``spotter-gqc``) is kept whole and also split at those
+# characters, at ``_`` and at case and digit changes, so ``resolveWorkspaceRoot``
+# is found by "workspace root" and by itself.
+TOKENIZER = {"stopwords": "en_plus", "stemmer": "english", "pattern": r"\w+(?:[./:\-]\w+)*", "lower": True,
+             "identifiers": "whole+parts", "min_length": 2}
 BM25_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
-# What a chunk's document holds (see the module docstring); part of the manifest, so
-# a change rebuilds the index.  ``context_turns``: context chunks come from at most
-# this many turns (by seq) before the chunk's own, which bounds the rows a writer
-# reads to build the documents of a few new chunks.
-DOCUMENT = {"context_chunks": 2, "context_chars": 400, "context_turns": 8, "own_weight": 3}
+# What a chunk's document holds (see :func:`document`); part of the manifest, so a
+# change rebuilds the index rather than mixing two schemes.  ``context_blocks``:
+# the block types that serve as context (the conversation, not tool traffic);
+# ``context_turns``: context comes from at most this many turns (by seq) before
+# the chunk's own, which bounds the rows a writer reads to build the documents of
+# a few new chunks; ``call_chars``: how much of the producing call a tool result's
+# document carries.
+DOCUMENT = {"scheme": 2, "context_chunks": 2, "context_chars": 400, "context_turns": 8, "own_weight": 3,
+            "context_blocks": ["text", "thinking"], "call_chars": 400}
 # Columns :func:`documents_from_rows` reads.
-DOCUMENT_COLUMNS = ("id", "session_id", "seq", "block_idx", "split_idx", "text")
+DOCUMENT_COLUMNS = ("id", "session_id", "seq", "block_idx", "split_idx", "block_type", "tool_name", "text")
 # A segment is merged into its predecessor when it holds at least this share of it.
 MERGE_RATIO = 0.25
 
+_COMPOUND = re.compile(TOKENIZER["pattern"])
+_SEPARATORS = re.compile(r"[./:\-]+")
+_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Tokens of a raw word, memoised: vocabularies repeat, the regexes and the stemmer
+# are the cost.  Cleared when it grows past this many words.
+_MEMO_LIMIT = 500_000
+_memo: dict[str, list[str]] = {}
+_stemmer = None
+_stopwords: frozenset[str] = frozenset()
 
-def _stemmer():
-    import Stemmer
 
-    return Stemmer.Stemmer(TOKENIZER["stemmer"])
-
-
-_STEMMER = None
+def _word_tokens(word: str) -> list[str]:
+    """The tokens of one compound word: itself, each piece between separators
+    (``transcript_renderer`` of ``lib/transcript_renderer.ex``), and each piece's
+    parts at ``_`` and, when ASCII, at case and digit changes; lower-cased, stop
+    words and one-letter parts dropped, stemmed."""
+    found = [word]
+    pieces = [p for p in _SEPARATORS.split(word) if p]
+    for piece in pieces if len(pieces) > 1 else [word]:
+        if piece is not word:
+            found.append(piece)
+        parts = [q for part in piece.split("_") for q in (_PARTS.findall(part) if part.isascii() else [part]) if q]
+        if len(parts) > 1:
+            found += parts
+    kept = [t for t in dict.fromkeys(f.lower() for f in found)
+            if len(t) >= TOKENIZER["min_length"] and t not in _stopwords]
+    return _stemmer.stemWords(kept) if kept else []
 
 
 def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased word tokens, English stop words removed, Snowball-stemmed."""
-    import bm25s
+    """Word tokens of each text (see :data:`TOKENIZER`): lower-cased, English stop
+    words removed, Snowball-stemmed, identifiers kept whole and in parts."""
+    global _stemmer, _stopwords
+    if _stemmer is None:
+        import Stemmer
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = _stemmer()
-    return bm25s.tokenize(
-        list(texts),
-        lower=TOKENIZER["lower"],
-        token_pattern=TOKENIZER["pattern"],
-        stopwords=TOKENIZER["stopwords"],
-        stemmer=_STEMMER,
-        return_ids=False,
-        show_progress=False,
-    )
+        _stemmer = Stemmer.Stemmer(TOKENIZER["stemmer"])
+        _stopwords = frozenset(STOPWORDS_EN_PLUS)
+    memo = _memo
+    out = []
+    for text in texts:
+        tokens: list[str] = []
+        for word in _COMPOUND.findall(text):
+            found = memo.get(word)
+            if found is None:
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                found = memo[word] = _word_tokens(word)
+            tokens += found
+        out.append(tokens)
+    return out
 
 
 def _head(text: str, limit: int) -> str:
@@ -102,13 +140,48 @@ def _head(text: str, limit: int) -> str:
     return text[: cut if cut != -1 else limit]
 
 
-def document(text: str, context: Sequence[str] = ()) -> str:
-    """The text BM25 indexes for a chunk: the last ``context_chunks`` of
-    ``context`` (each cut to ``context_chars``), then the chunk's own text
-    ``own_weight`` times, so a term of the chunk itself weighs more than one of
-    its neighbours'."""
-    parts = [_head(c, DOCUMENT["context_chars"]) for c in context[-DOCUMENT["context_chunks"]:] if c]
-    parts += [text] * DOCUMENT["own_weight"]
+_JSON_ESCAPE = re.compile(r'\\(["\\/nrt])')
+_UNESCAPED = {"n": "\n", "r": "\n", "t": "\t"}
+
+
+def call_text(text: str) -> str:
+    """What BM25 reads of a tool call stored as JSON: its argument values, one a
+    line, strings unescaped (a command, a path, a file's new content), not the
+    JSON around them, whose escapes would glue ``\\n`` onto the next word.  A
+    piece of a split call is not valid JSON: its escapes are undone alone."""
+    try:
+        arguments = json.loads(text)
+    except ValueError:
+        return _JSON_ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(1)), text)
+    if not isinstance(arguments, dict):
+        return text
+    return "\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in arguments.values())
+
+
+def document(text: str, context: Sequence[str] = (), *, block_type: str = "text", tool_name: str | None = None,
+             call: str | None = None) -> str:
+    """The text BM25 indexes for a chunk.
+
+    * text and thinking, and tool calls: the last ``context_chunks`` of
+      ``context`` (the conversation before it, each cut to ``context_chars``),
+      then the chunk's own text ``own_weight`` times, so a term of the chunk itself
+      weighs more than one of its neighbours'.  A LoCoMo reply ("here it is!")
+      is found by the question before it; an assistant's "stale build artefacts,
+      let me recompile" by the reasoning that led to it.
+    * a tool call reads as its tool's name and its argument values
+      (:func:`call_text`), not as JSON;
+    * a tool result: the head of the ``call`` that produced it (``call_chars``),
+      then its own text, with the tool's name, ``own_weight`` times, and no
+      conversation: "what did the test run print" names the command, and the
+      prose around a long output would only blur it."""
+    if block_type == "tool_result":
+        parts = [_head(call_text(call), DOCUMENT["call_chars"])] if call else []
+    else:
+        parts = [_head(c, DOCUMENT["context_chars"]) for c in context[-DOCUMENT["context_chunks"]:] if c]
+    own = call_text(text) if block_type == "tool_use" else text
+    if tool_name and block_type in ("tool_use", "tool_result"):
+        own = f"{tool_name} {own}"
+    parts += [own] * DOCUMENT["own_weight"]
     return "\n".join(parts)
 
 
@@ -117,30 +190,40 @@ def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = Non
     with :data:`DOCUMENT_COLUMNS` that include, for each wanted chunk, the chunks of
     its session up to ``context_turns`` turns before it (extra rows are harmless).
 
-    A chunk's context is the chunks just before it in its session, in (seq,
-    block_idx, split_idx) order, that lie within ``context_turns`` turns."""
+    Rows are ordered by (seq, block_idx, split_idx) in their session.  A chunk's
+    context is the chunks of ``context_blocks`` types just before it within
+    ``context_turns`` turns; a tool result's call is the nearest earlier tool call
+    (its first piece) of the same tool within that reach."""
     want = None if wanted is None else set(wanted)
     by_session: dict[str, list[dict]] = {}
     for row in rows:
         by_session.setdefault(row["session_id"], []).append(row)
     out: dict[str, str] = {}
     depth, reach = DOCUMENT["context_chunks"], DOCUMENT["context_turns"]
+    conversation = set(DOCUMENT["context_blocks"])
     for session_rows in by_session.values():
         session_rows.sort(key=lambda r: (int(r["seq"] or 0), int(r["block_idx"] or 0), int(r["split_idx"] or 0),
                                          r["id"]))
         seen: set[str] = set()
-        ordered = []
+        context: list[tuple[int, str]] = []  # (seq, text) of the conversation so far, last `depth`
+        calls: dict[str | None, tuple[int, str]] = {}  # tool name -> (seq, text) of its last call
         for row in session_rows:  # a row fetched twice (overlapping queries) counts once
-            if row["id"] not in seen:
-                seen.add(row["id"])
-                ordered.append(row)
-        for position, row in enumerate(ordered):
-            if want is not None and row["id"] not in want:
+            if row["id"] in seen:
                 continue
+            seen.add(row["id"])
             seq = int(row["seq"] or 0)
-            context = [r["text"] or "" for r in ordered[max(0, position - depth):position]
-                       if seq - int(r["seq"] or 0) <= reach]
-            out[row["id"]] = document(row["text"] or "", context)
+            block_type = row.get("block_type") or "text"
+            tool = row.get("tool_name")
+            text = row["text"] or ""
+            if want is None or row["id"] in want:
+                call = calls.get(tool)
+                out[row["id"]] = document(
+                    text, [t for s, t in context if seq - s <= reach], block_type=block_type, tool_name=tool,
+                    call=call[1] if call and seq - call[0] <= reach else None)
+            if block_type in conversation:
+                context = [*context, (seq, text)][-depth:] if depth > 0 else []
+            elif block_type == "tool_use" and not row["split_idx"]:
+                calls[tool] = (seq, text)
     return out
 
 

@@ -14,7 +14,7 @@ import errno
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from funes.chunking import Chunk, chunking_metadata
+from funes.chunking import SPLIT_SIZE, Chunk, chunking_metadata
 from funes.errors import FunesError, MemoryIncompatibleError, MemoryMissingError, WriterBusyError
 from funes.memory.coverage import Coverage
 from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
@@ -188,6 +188,27 @@ class Memory:
     def documents(self, ids: Sequence[str]) -> dict[str, str]:
         """What the BM25 index holds for each chunk id (its text with its context)."""
         return lexical_documents(self.scan, ids, self.count())
+
+    def block_splits(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], int]:
+        """How many chunks each block of ``rows`` was split into, keyed by
+        (session_id, turn_uuid, block_idx).  Only blocks that can have more than one
+        chunk are looked up: a first chunk shorter than half a split is its whole
+        block (a split is cut in the second half of its window)."""
+        turns: dict[str, set[str]] = {}
+        for row in rows:
+            if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2:
+                turns.setdefault(row["session_id"], set()).add(row["turn_uuid"])
+        counts: dict[tuple[str, str, int], int] = {}
+        if not turns:
+            return counts
+        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND {sql_in('turn_uuid', sorted(uuids))})"
+                            for sid, uuids in turns.items())
+        table = self.scan(["session_id", "turn_uuid", "block_idx"], where)
+        for key in zip(*(table.column(c).to_pylist() for c in ("session_id", "turn_uuid", "block_idx")),
+                       strict=True):
+            key = (key[0], key[1], int(key[2] or 0))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:

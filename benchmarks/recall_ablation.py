@@ -1,0 +1,218 @@
+"""The in-process ablation behind ``eval_recall.py --ablation``: each dev-set memory
+is read once (rows and stored vectors), every BM25 representation is indexed once
+in memory, every query's BM25 and vector candidates (100 each) are computed once
+per representation, and then the product's own :class:`Fusion` and
+:class:`Ranking` rank them under each setting, scored by the kit's scorer.
+
+Dense candidates are brute-force cosine over the stored vectors, which is what
+Lance does for a memory this small (no vector index below 25,000 rows); BM25 is
+the product's :class:`LexicalIndex` over documents built by the product's
+:func:`documents_from_rows` (or, for the "before" rows, by
+:func:`previous_documents` and :func:`previous_tokenize`, the scheme this work
+replaced, kept here only to measure against).
+
+Cross-validation: leave one group out (a coding session; a LoCoMo conversation),
+pick the setting of :func:`ranking_grid` with the best R@10 + MRR@10 on the other
+groups, score it on the held-out one; the held-out questions' scores are pooled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+POOL = 100
+BLOCK_TYPES = ("text", "thinking", "tool_use", "tool_result")
+
+
+def previous_tokenize(texts: Sequence[str]) -> list[list[str]]:
+    """The tokenizer before this work: bm25s's ``\\w\\w+`` words, no identifier parts."""
+    import bm25s
+    import Stemmer
+
+    return bm25s.tokenize(list(texts), lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords="en_plus",
+                          stemmer=Stemmer.Stemmer("english"), return_ids=False, show_progress=False)
+
+
+def previous_documents(rows: Sequence[dict]) -> dict[str, str]:
+    """The documents before this work: the heads (400 characters) of the two chunks
+    before a chunk in its session, whatever their type, within 8 turns, then its own
+    text three times."""
+    from funes.memory.lexical import _head
+
+    out: dict[str, str] = {}
+    for session in _sessions(rows).values():
+        for position, row in enumerate(session):
+            context = [_head(r["text"] or "", 400) for r in session[max(0, position - 2):position]
+                       if row["seq"] - r["seq"] <= 8 and r["text"]]
+            out[row["id"]] = "\n".join(context + [row["text"] or ""] * 3)
+    return out
+
+
+def _sessions(rows: Sequence[dict]) -> dict[str, list[dict]]:
+    by: dict[str, list[dict]] = {}
+    for row in rows:
+        by.setdefault(row["session_id"], []).append(row)
+    for session in by.values():
+        session.sort(key=lambda r: (r["seq"] or 0, r["block_idx"] or 0, r["split_idx"] or 0, r["id"]))
+    return by
+
+
+@dataclass
+class DevSet:
+    """A built dev-set memory, its questions and the candidates per representation."""
+
+    name: str
+    qrels: list[dict]
+    rows: dict[str, dict]
+    vectors: np.ndarray
+    ids: list[str]
+    query_vectors: np.ndarray
+    splits: dict[tuple[str, str, int], int]
+    _lexical: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
+    _dense: list[list[tuple[str, float]]] | None = None
+
+    @classmethod
+    def load(cls, name: str, corpus: Path, kit: Path) -> DevSet:
+        home = corpus / "home" / ".funes"
+        os.environ.setdefault("FUNES_CACHE_DIR", str(home / "cache"))
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        sys.path.insert(0, str(kit))
+        import score as sc
+
+        from funes.embedding import load_embedder
+        from funes.memory.location import location_for
+        from funes.memory.schema import ROW_COLUMNS
+        from funes.memory.store import Memory
+        from funes.retrieval.ranking import block_key
+
+        qrels = sc.read_jsonl(corpus / "qrels.jsonl")
+        memory = Memory.open(location_for(str(home / "memory")))
+        table = memory.scan([*ROW_COLUMNS, "vector"])
+        rows = table.drop(["vector"]).to_pylist()
+        splits: dict[tuple[str, str, int], int] = {}
+        for row in rows:
+            splits[block_key(row)] = splits.get(block_key(row), 0) + 1
+        vectors = np.asarray(table.column("vector").to_pylist(), np.float32)
+        query_vectors = load_embedder(for_queries=True).embed([q["question"] for q in qrels])
+        return cls(name, qrels, {r["id"]: r for r in rows}, vectors, [r["id"] for r in rows], query_vectors, splits)
+
+    def lexical(self, representation: str) -> list[list[tuple[str, float]]]:
+        """BM25 candidates per question: ``product`` (what ships), ``previous``
+        (before this work) or ``previous documents`` (old documents, new tokens)."""
+        if representation not in self._lexical:
+            from funes.memory import lexical
+
+            rows = list(self.rows.values())
+            documents = lexical.documents_from_rows(rows) if representation == "product" else previous_documents(rows)
+            shipped = lexical.tokenize
+            if representation == "previous":
+                lexical.tokenize = previous_tokenize
+            try:
+                index = lexical.LexicalIndex(None, [], 0).with_transient(list(documents), list(documents.values()))
+                self._lexical[representation] = [index.search(q["question"], POOL) for q in self.qrels]
+            finally:
+                lexical.tokenize = shipped
+        return self._lexical[representation]
+
+    def dense(self) -> list[list[tuple[str, float]]]:
+        if self._dense is None:
+            similarity = self.query_vectors @ self.vectors.T
+            out = []
+            for row in similarity:
+                top = np.argpartition(-row, POOL)[:POOL]
+                top = top[np.argsort(-row[top], kind="stable")]
+                out.append([(self.ids[i], float(row[i])) for i in top])
+            self._dense = out
+        return self._dense
+
+    def hits(self, representation: str, fusion, ranking) -> dict[str, list[dict]]:
+        """Top-10 hits per question; ``ranking`` None: the fused order as it is
+        (no ranking stage, as before this work)."""
+        lexical = self.lexical(representation) if fusion.uses_lexical else [[] for _ in self.qrels]
+        dense = self.dense() if fusion.uses_dense else [[] for _ in self.qrels]
+        out = {}
+        for question, lex, den in zip(self.qrels, lexical, dense, strict=True):
+            fused = fusion.fuse(lex, den, POOL)
+            ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits)
+            out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.rows[c]["text"]}
+                                    for c, _ in ranked[:10]]
+        return out
+
+
+def per_question(kit_score, dev: DevSet, hits: dict[str, list[dict]]) -> dict[str, dict]:
+    """The kit's metrics per question, plus the gold turns matched in the top 10 per block type
+    (``gold_<type>`` = (matched, total))."""
+    out = {}
+    for question in dev.qrels:
+        n_gold, ranked = kit_score.judge(question["gold"], hits.get(question["qid"], []), "text")
+        metrics = kit_score.question_metrics(n_gold, ranked)
+        matched = set().union(*ranked[:10]) if ranked else set()
+        for block in BLOCK_TYPES:
+            golds = [i for i, g in enumerate(question["gold"]) if g.get("block", "text") == block]
+            metrics[f"gold_{block}"] = (sum(i in matched for i in golds), len(golds))
+        out[question["qid"]] = metrics
+    return out
+
+
+def summary(dev: DevSet, per_q: dict[str, dict], qids: set[str] | None = None) -> dict:
+    """Means overall and per category, and R@10 per gold block type."""
+    questions = [q for q in dev.qrels if qids is None or q["qid"] in qids]
+
+    def mean(group: list[dict]) -> dict:
+        return {m: sum(per_q[q["qid"]][m] for q in group) / len(group) for m in ("R@1", "R@5", "R@10", "MRR@10",
+                                                                                    "nDCG@10")} | {"n": len(group)}
+
+    categories: dict[str, list[dict]] = {}
+    for question in questions:
+        categories.setdefault(str(question.get("category_name") or question.get("category")), []).append(question)
+    blocks = {}
+    for block in BLOCK_TYPES:
+        matched = sum(per_q[q["qid"]][f"gold_{block}"][0] for q in questions)
+        total = sum(per_q[q["qid"]][f"gold_{block}"][1] for q in questions)
+        if total:
+            blocks[block] = {"R@10": matched / total, "n": total}
+    return {"overall": mean(questions), "by_category": {c: mean(g) for c, g in sorted(categories.items())},
+            "by_block": blocks}
+
+
+def ranking_grid(dev: DevSet) -> list[tuple[float, object]]:
+    """(dense weight, Ranking) settings the cross-validation chooses among.  On a
+    set with no tool blocks and no split blocks (LoCoMo) the tool and long-block
+    weights change nothing, so only their neutral values are tried there."""
+    from funes.retrieval.ranking import TOOL_BLOCKS, Ranking
+
+    tools = any(r["block_type"] in TOOL_BLOCKS for r in dev.rows.values())
+    split = any(n > 1 for n in dev.splits.values())
+    grid = []
+    for dense, question, tool, exponent, session in itertools.product(
+            (0.3, 0.4, 0.5), (1.0, 0.8, 0.7), (1.0, 0.9, 0.8) if tools else (1.0,),
+            (0.0, 0.1, 0.2) if split else (0.0,), (0.0, 0.2, 0.3)):
+        grid.append((dense, Ranking(tool_weight=tool, question_weight=question, split_exponent=exponent,
+                                    session_weight=session)))
+    return grid
+
+
+def cross_validate(kit_score, dev: DevSet, group_of: Callable[[dict], str]) -> dict:
+    """Leave-one-group-out over :func:`ranking_grid` with the shipped representation."""
+    from funes.retrieval.fusion import Fusion
+
+    settings = ranking_grid(dev)
+    scored = [per_question(kit_score, dev, dev.hits("product", Fusion("convex", 1 - w, w), ranking))
+              for w, ranking in settings]
+    groups = sorted({group_of(q) for q in dev.qrels})
+    held: dict[str, dict] = {}
+    picks = {}
+    for group in groups:
+        train = [q["qid"] for q in dev.qrels if group_of(q) != group]
+        best = max(range(len(settings)), key=lambda i: sum(scored[i][q]["R@10"] + scored[i][q]["MRR@10"]
+                                                           for q in train))
+        picks[group] = settings[best]
+        held.update({q["qid"]: scored[best][q["qid"]] for q in dev.qrels if group_of(q) == group})
+    return {"summary": summary(dev, held), "picks": picks, "settings": len(settings)}

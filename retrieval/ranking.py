@@ -1,0 +1,93 @@
+"""From fused scores to the hits a recall shows: what a chunk is, and where it is.
+
+Fusion (retrieval/fusion.py) scores chunks by how well their words and meaning
+match the query.  This stage adjusts those scores by what the chunk *is*, facts
+read from its row, and then makes ten hits show ten different places:
+
+* **tool traffic** (``tool_use``, ``tool_result``) weighs ``tool_weight`` of its
+  score: in a coding session most chunks are tool calls and their output (61 %
+  of the coding dev set's chunks are tool results), while what was decided,
+  broken and fixed is mostly said in the assistant's text and thinking (90 of
+  its 140 gold turns);
+* **a chunk that asks** (text ending in ``?``) weighs ``question_weight``: a
+  question shares the words of a later question about the same thing but rarely
+  holds its answer, which is usually the turn after it (LoCoMo's "How long have
+  you been creating art?" before "Since I was 17");
+* **a long block** (one split into ``n`` chunks) weighs ``n ** -split_exponent``:
+  a file read or a long log offers a match in each of its chunks, so its best
+  chunk scores high by chance more often than a short turn;
+* **the session** adds ``session_weight`` × the best adjusted score among the
+  candidates of the chunk's session: what a question asks about usually happened
+  in one session, and a session that matches in several places is likelier to
+  be it;
+* **one hit per block**: the best chunk of a block stands for it (its other
+  splits overlap it and add nothing a ``get`` would not show), and a text that
+  repeats one already shown verbatim (a rejected tool call, the same command run
+  twice) is left out.
+
+The weights were chosen by ``benchmarks/eval_recall.py`` on both dev sets
+(LoCoMo chat and real coding sessions) with leave-one-out estimates beside the
+in-sample figures (BENCHMARKS.md); ``tests/test_recall_choice.py`` pins them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Row columns the ranking reads.
+RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text")
+TOOL_BLOCKS = ("tool_use", "tool_result")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    tool_weight: float = 0.8
+    question_weight: float = 0.7
+    split_exponent: float = 0.1
+    session_weight: float = 0.3
+
+    def rank(self, fused: Sequence[tuple[str, float]], rows: Mapping[str, Mapping[str, Any]],
+             splits: Mapping[tuple[str, str, int], int] | None = None) -> list[tuple[str, float]]:
+        """``(chunk id, score)`` best first, one per block, ties by chunk id.
+
+        ``rows``: the candidates' rows (:data:`RANKING_COLUMNS`; a chunk without one
+        was deleted since it was indexed and is dropped); ``splits``: chunks per
+        block, keyed by :func:`block_key` (a block not in it counts as one)."""
+        adjusted: dict[str, float] = {}
+        for chunk, score in fused:
+            row = rows.get(chunk)
+            if row is None:
+                continue
+            if row["block_type"] in TOOL_BLOCKS:
+                score *= self.tool_weight
+            elif row["block_type"] == "text" and (row["text"] or "").rstrip().endswith("?"):
+                score *= self.question_weight
+            if self.split_exponent and splits:
+                score *= splits.get(block_key(row), 1) ** -self.split_exponent
+            adjusted[chunk] = score
+        if self.session_weight:
+            best: dict[str, float] = {}
+            for chunk, score in adjusted.items():
+                session = rows[chunk]["session_id"]
+                best[session] = max(best.get(session, 0.0), score)
+            adjusted = {chunk: score + self.session_weight * best[rows[chunk]["session_id"]]
+                        for chunk, score in adjusted.items()}
+        out: list[tuple[str, float]] = []
+        shown: set[Any] = set()
+        for chunk, score in sorted(adjusted.items(), key=lambda item: (-item[1], item[0])):
+            row = rows[chunk]
+            block, text = block_key(row), " ".join((row["text"] or "").split())
+            if block in shown or (row["session_id"], text) in shown:
+                continue
+            shown.update((block, (row["session_id"], text)))
+            out.append((chunk, score))
+        return out
+
+
+def block_key(row: Mapping[str, Any]) -> tuple[str, str, int]:
+    return (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
+
+
+DEFAULT = Ranking()
