@@ -41,7 +41,10 @@ def confirm(question: str, *, default: bool, assume_yes: bool) -> bool:
 
 
 class ProgressBars:
-    """Rich progress bars on a terminal (one per stage), nothing when piped."""
+    """Rich progress bars on a terminal (one per stage), nothing when piped.
+
+    Each :meth:`shown` is a new display with its own task ids, so a stage shown
+    again (the rest of the backlog, after a question) gets a new bar."""
 
     def __init__(self) -> None:
         self._progress = None
@@ -69,10 +72,12 @@ class ProgressBars:
         with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=Console(stderr=True), transient=False) as progress:
             self._progress = progress
+            self._tasks = {}
             try:
                 yield self
             finally:
                 self._progress = None
+                self._tasks = {}
 
 
 def require_positive(name: str, value: int | None) -> None:

@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -68,6 +70,76 @@ def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
     assert result.returncode == 0, result.stderr
     after = set(stored_ids(memory_home / ".funes"))
     assert before < after and len(after - before) == 1
+
+
+def on_terminal(args: list[str], answer: str, *, env: dict, timeout: float = 300) -> tuple[int, str]:
+    """Run the CLI with stdin, stdout and stderr on a pseudo-terminal, as a person runs it;
+    type ``answer`` and Enter at its first ``[Y/n]`` question.  Returns the exit code and
+    everything it printed, colours and cursor moves removed."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([*FUNES, *args], stdin=terminal, stdout=terminal, stderr=terminal, env=env,
+                               close_fds=True, start_new_session=True)
+    os.close(terminal)
+    output, answered, deadline = b"", False, time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.5)
+            if not ready:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal closed: the process has exited
+                break
+            if not data:
+                break
+            output += data
+            if not answered and b"[Y/n]" in output:
+                os.write(controller, answer.encode() + b"\r")
+                answered = True
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"funes {' '.join(args)} still running after {timeout} s: {output[-2000:]!r}")
+        code = process.wait(timeout=30)
+    finally:
+        os.close(controller)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.decode("utf-8", errors="replace")).replace("\r", "")
+    return code, text
+
+
+@pytest.mark.parametrize("answer", ["y", "n", ""], ids=["yes", "no", "enter"])
+def test_interactive_first_index_offers_the_rest_with_a_measured_estimate(isolated_env, answer):
+    from hub_helpers import write_claude_session
+
+    turns = 600
+    write_claude_session(isolated_env / ".claude" / "projects" / "-work-app" / "cache-session.jsonl",
+                         "5e551011-0000-4000-8000-000000000000",
+                         [f"turn {n}: the cache key now includes the commit sha, attempt {n}" for n in range(turns)])
+    # Half a second of vectors before the question (60 s by default): one batch, then the offer.
+    env = {**os.environ, "TERM": "xterm", "FUNES_INDEX_EMBED_S": "0.5"}
+    code, text = on_terminal(["index"], answer, env=env)
+    assert code == 0, text
+    assert "Traceback" not in text
+    question = re.search(r"(\d+) chunks are searchable by keyword but not yet by meaning; embed them now "
+                         r"\(~\d+ (?:s|min), estimated from the \d+ chunks/s measured on the first (\d+)\)\? "
+                         r"\[Y/n\]", text)
+    assert question, text
+    waiting, first = int(question.group(1)), int(question.group(2))
+    assert waiting + first == turns and first > 0
+    summary = re.search(r"indexed 1 of 1 session\(s\): 600 turns, 600 chunks added, 0 already stored, "
+                        r"(\d+) embedded, (\d+) awaiting vectors", text)
+    assert summary, text
+    embedded, pending = int(summary.group(1)), int(summary.group(2))
+    if answer == "n":
+        assert (embedded, pending) == (first, waiting)
+        assert "run `funes index --yes` to embed the rest" in text
+    else:
+        assert (embedded, pending) == (turns, 0)
+    report = status()
+    assert (report["chunks"], report["embedded"]) == (turns, embedded)
 
 
 def test_unattended_index_must_name_a_target(memory_home):

@@ -455,6 +455,13 @@ class MemoryWriter:
     def pending_count(self) -> int:
         return int(self.table.count_rows("vector IS NULL"))
 
+    def pending_chars(self) -> int:
+        """Characters of text still lacking a vector (what embedding time follows)."""
+        import pyarrow.compute as pc
+
+        texts = self._scan(["text"], "vector IS NULL").column("text")
+        return int(pc.sum(pc.utf8_length(texts)).as_py() or 0) if len(texts) else 0
+
     def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         dim = self.table.schema.field("vector").type.list_size
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
