@@ -26,6 +26,13 @@ def note(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def warn_if_damaged(memory: Any) -> None:
+    """One line on stderr when a reader served a damaged memory (what it could read)."""
+    if memory.damage:
+        note(f"funes: warning: memory at {memory.location.label} is damaged: {memory.damage.describe()};"
+             " what can be read is served: run `funes repair` to restore it")
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None) + "\n")
 
