@@ -382,16 +382,18 @@ class MemoryWriter:
                     allow_other_model: bool = False) -> Iterator[MemoryWriter]:
         """:meth:`open` for a caller already holding :func:`writer_lock` (`funes repair`)."""
         coverage: Coverage | None = None
+        opening = True
         try:
             table = cls._open_table(location, expected_identity, dim, allow_other_model)
             coverage = Coverage(location.coverage_path)
             writer = cls(location, table, coverage)
             writer._refuse_lost_versions()
+            opening = False
             yield writer
         except FunesError:
             raise
         except Exception as exc:  # noqa: BLE001 - re-raised unless the disk or the memory explains it
-            explained = _write_failure(location, exc)
+            explained = _write_failure(location, exc, opening=opening)
             if explained is exc:
                 raise
             raise explained from exc
@@ -684,8 +686,9 @@ def writer_lock(location: MemoryLocation, wait_s: float = 5.0) -> Iterator[None]
         lock.release()
 
 
-def _write_failure(location: MemoryLocation, error: BaseException) -> BaseException:
-    """The one-line error a failed write of ``location`` means, or ``error`` itself."""
+def _write_failure(location: MemoryLocation, error: BaseException, *, opening: bool) -> BaseException:
+    """The one-line error a failed write of ``location`` means (``opening``: while the
+    table and coverage were being opened), or ``error`` itself."""
     refused = refused_write(error)
     if refused is not None:
         # Lance commits atomically and coverage records a unit only after its rows: what
@@ -697,6 +700,8 @@ def _write_failure(location: MemoryLocation, error: BaseException) -> BaseExcept
     _, damage = inspect(location, deep=True)
     if damage.table_damaged:
         return damaged_error(location, damage)
+    if opening and isinstance(error, OSError):  # permissions, a path that is a file: the system's own words
+        return FunesError(f"cannot write memory at {location.label}: {error.strerror or error}")
     return error
 
 
