@@ -26,6 +26,13 @@ def note(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def warn_if_damaged(memory: Any) -> None:
+    """One line on stderr when a reader served a damaged memory (what it could read)."""
+    if memory.damage:
+        note(f"funes: warning: memory at {memory.location.label} is damaged: {memory.damage.describe()};"
+             " what can be read is served: run `funes repair` to restore it")
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None) + "\n")
 
@@ -41,7 +48,10 @@ def confirm(question: str, *, default: bool, assume_yes: bool) -> bool:
 
 
 class ProgressBars:
-    """Rich progress bars on a terminal (one per stage), nothing when piped."""
+    """Rich progress bars on a terminal (one per stage), nothing when piped.
+
+    Each :meth:`shown` is a new display with its own task ids, so a stage shown
+    again (the rest of the backlog, after a question) gets a new bar."""
 
     def __init__(self) -> None:
         self._progress = None
@@ -69,10 +79,12 @@ class ProgressBars:
         with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=Console(stderr=True), transient=False) as progress:
             self._progress = progress
+            self._tasks = {}
             try:
                 yield self
             finally:
                 self._progress = None
+                self._tasks = {}
 
 
 def require_positive(name: str, value: int | None) -> None:

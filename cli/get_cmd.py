@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from funes.cli.common import interactive
+from funes.cli.common import interactive, warn_if_damaged
 from funes.cli.main import app
 from funes.errors import UsageError
 
@@ -28,7 +28,11 @@ def get_command(
         raise UsageError(f"--format {output_format!r}: expected human or agent")
     if window < 0:
         raise UsageError(f"--window must be 0 or more, got {window}")
-    view = turn_window(open_memory(memory), session_id, turn_uuid, window)
+    opened = open_memory(memory)
+    try:
+        view = turn_window(opened, session_id, turn_uuid, window)
+    finally:
+        warn_if_damaged(opened)
     if (output_format or ("human" if interactive() else "agent")) == "agent":
         sys.stdout.write(format_window(view) + "\n")
         return

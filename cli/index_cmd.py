@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -13,10 +14,16 @@ from funes.errors import UsageError
 from funes.memory.location import MemoryLocation
 from funes.traces.model import SourceUnit
 
-# Interactive first index: vectors are filled for about this long, then the rest is offered.
+# Interactive first index: vectors are filled for about this long ($FUNES_INDEX_EMBED_S),
+# then the rest is offered with an estimate from the rate measured meanwhile.
 INTERACTIVE_BUDGET_S = 60.0
-# For the time estimate offered with the rest (measured on a 2-core laptop CPU).
-CHUNKS_PER_SECOND = 40
+
+
+def interactive_budget_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get("FUNES_INDEX_EMBED_S", INTERACTIVE_BUDGET_S)))
+    except ValueError:
+        return INTERACTIVE_BUDGET_S
 
 
 @app.command("index")
@@ -40,7 +47,7 @@ def index_command(
     units = [] if rebuild else discover(path.expanduser() if path else None, harness, errors=errors)
     explicit = yes or path is not None or harness is not None or rebuild
     ok = run_index(location_for(memory), units, limit=limit, include_thinking=not no_thinking,
-                   budget_s=None if explicit else INTERACTIVE_BUDGET_S, offer_rest=not explicit,
+                   budget_s=None if explicit else interactive_budget_s(), offer_rest=not explicit,
                    rebuild=rebuild, discovery_errors=errors)
     if not ok:
         raise typer.Exit(1)
@@ -65,16 +72,27 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
             note(f"kept {kept} chunks; their vectors will be recomputed with {IDENTITY.model_id}")
         if limit is not None:
             units = writer.coverage.changed(units)[:limit]
+        embedded, embedding_s, chars_before = 0, 0.0, 0
         with bars.shown():
             report = indexing.index_units(writer, units, include_thinking=include_thinking, progress=bars)
             embedder = load_embedder() if writer.pending_count() else None
             if embedder is not None:
-                report.embedded += indexing.embed_backlog(writer, embedder, budget_s=budget_s, progress=bars)
+                chars_before, embedding_started = writer.pending_chars(), time.monotonic()
+                embedded = indexing.embed_backlog(writer, embedder, budget_s=budget_s, progress=bars)
+                embedding_s = time.monotonic() - embedding_started
+                report.embedded += embedded
         pending = writer.pending_count()
         if pending and offer_rest:
-            minutes = max(1, round(pending / CHUNKS_PER_SECOND / 60))
+            estimate = ""
+            if embedded:
+                # Embedding time follows tokens, not chunks (the backlog's first tier is short
+                # text, its last long tool output), so the rate is taken in characters.
+                chars_left = writer.pending_chars()
+                chars_per_s = (chars_before - chars_left) / max(embedding_s, 1e-3)
+                estimate = (f" (~{_duration(chars_left / max(chars_per_s, 1e-3))}, estimated from the "
+                            f"{embedded / max(embedding_s, 1e-3):.0f} chunks/s measured on the first {embedded})")
             question = (f"{pending} chunks are searchable by keyword but not yet by meaning; "
-                        f"embed them now (~{minutes} min)?")
+                        f"embed them now{estimate}?")
             if confirm(question, default=True, assume_yes=False):
                 with bars.shown():
                     report.embedded += indexing.embed_backlog(writer, embedder or load_embedder(), progress=bars)
@@ -98,3 +116,7 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
         note("run `funes index --yes` to embed the rest (recall already finds them by keyword)")
     record_in_background(location, [u.key for u in units], origin="cli")
     return not report.errors
+
+
+def _duration(seconds: float) -> str:
+    return f"{max(1, round(seconds))} s" if seconds < 90 else f"{round(seconds / 60)} min"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from funes.cli.common import note, print_json
+from funes.cli.common import note, print_json, warn_if_damaged
 from funes.cli.main import app
 from funes.errors import FunesError, UsageError
 
@@ -51,14 +51,17 @@ def recall_command(
     how = Fusion.named(fusion)
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
-    if batch is not None:
-        _run_batch(recaller, batch, k, options)
-        return
-    result = recaller.recall(query, k=k, **options)
-    if as_json:
-        print_json(hits_json(result))
-    else:
-        sys.stdout.write(format_recall(result) + "\n")
+    try:
+        if batch is not None:
+            _run_batch(recaller, batch, k, options)
+            return
+        result = recaller.recall(query, k=k, **options)
+        if as_json:
+            print_json(hits_json(result))
+        else:
+            sys.stdout.write(format_recall(result) + "\n")
+    finally:
+        warn_if_damaged(recaller.memory)
 
 
 def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:

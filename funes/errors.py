@@ -8,6 +8,8 @@ documented in docs/contract.md.
 
 from __future__ import annotations
 
+import errno
+
 
 class FunesError(Exception):
     """A failure the user can act on; ``str(error)`` is the one-line message."""
@@ -33,6 +35,12 @@ class MemoryIncompatibleError(FunesError):
     exit_code = 4
 
 
+class MemoryDamagedError(FunesError):
+    """A memory whose files cannot all be read (`funes repair` restores it)."""
+
+    exit_code = 4
+
+
 class WriterBusyError(FunesError):
     """Another process holds the memory's writer lock."""
 
@@ -53,3 +61,27 @@ class TraceReadError(FunesError):
     """
 
     exit_code = 1
+
+
+# How the disk refuses a write: by errno; by the text Lance's Rust errors carry (they
+# reach Python without an errno); by SQLite's result code (an I/O error on a write:
+# under a file size limit SQLite reports SQLITE_IOERR_*, not SQLITE_FULL).
+_REFUSED_WRITES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                   errno.EFBIG: "a file grew past the size the system allows"}
+_REFUSED_TEXT = {"No space left on device": errno.ENOSPC, "database or disk is full": errno.ENOSPC,
+                 "Disk quota exceeded": errno.EDQUOT, "File too large": errno.EFBIG}
+_REFUSED_SQLITE = {"SQLITE_FULL": "the disk is full", "SQLITE_IOERR_WRITE": "the disk refused a write",
+                   "SQLITE_IOERR_SHMSIZE": "the disk refused a write", "SQLITE_IOERR_TRUNCATE": "the disk refused a write",
+                   "SQLITE_IOERR_FSYNC": "the disk refused a write"}
+
+
+def refused_write(error: BaseException) -> str | None:
+    """Why the file system refused a write, or None when ``error`` is something else."""
+    code = getattr(error, "errno", None)
+    if code in _REFUSED_WRITES:
+        return _REFUSED_WRITES[code]
+    sqlite_name = getattr(error, "sqlite_errorname", None)
+    if sqlite_name in _REFUSED_SQLITE:
+        return _REFUSED_SQLITE[sqlite_name]
+    code = next((c for text, c in _REFUSED_TEXT.items() if text in str(error)), None)
+    return _REFUSED_WRITES.get(code) if code is not None else None

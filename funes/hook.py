@@ -16,7 +16,7 @@ non-zero, and fails open: an error is logged to ``$FUNES_HOME/logs/hooks.log`` a
 the agent carries on.  It costs the agent an interpreter start, so it is run as a
 script with ``-I -S`` (no site-packages, no ``.pth`` files, no current directory on
 the path: an agent's project cannot shadow a module it imports) and imports
-nothing beyond ``json`` and ``fcntl`` unless it starts the worker: not
+nothing beyond ``json``, ``fcntl`` and ``errno`` (built in) unless it starts the worker: not
 ``funes.config`` (which brings in pathlib), hence :func:`funes_home` below.
 ``--memory`` names where to index (default: the local memory); ``--publish`` makes
 the request a session-boundary publish to that memory.
@@ -27,6 +27,7 @@ returns at once, so nothing a hook starts can set off another hook.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -79,8 +80,15 @@ def spool(request: dict) -> None:
     os.makedirs(folder, exist_ok=True)
     name = f"{time.time_ns()}-{os.getpid()}-{os.urandom(4).hex()}.json"
     temporary = os.path.join(folder, f".{name}.tmp")  # the worker reads *.json only: never a half-written file
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write(json.dumps(request))
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write(json.dumps(request))
+    except BaseException:
+        try:
+            os.unlink(temporary)  # a full disk leaves no stray file behind
+        except OSError:
+            pass
+        raise
     os.replace(temporary, os.path.join(folder, name))
 
 
@@ -109,15 +117,29 @@ def start_worker(lock: int) -> None:
         )
 
 
+# Why the disk refused the spool file, in the words the CLI uses (funes.errors.refused_write,
+# which this script cannot import: it runs without site-packages).
+_REFUSED = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EFBIG: "a file grew past the size the system allows"}
+
+
 def log_failure(argv: list[str], error: BaseException) -> None:
+    """Log why the hook could not hand its turn on; when the log cannot be written
+    either (a full disk), say it on stderr, the one place left."""
+    refused = _REFUSED.get(getattr(error, "errno", None))
+    what = (f"cannot spool the turn in {spool_dir()}: {refused}; free some space (everything indexed before"
+            " this is kept)" if refused else repr(error))
     try:
         logs = logs_dir()
         os.makedirs(logs, exist_ok=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         with open(os.path.join(logs, LOG_NAME), "a", encoding="utf-8") as log:
-            log.write(f"{stamp} hook {' '.join(argv)} failed open: {error!r}\n")
-    except Exception:  # noqa: BLE001, S110 - nowhere left to report; the agent must go on
-        pass
+            log.write(f"{stamp} hook {' '.join(argv)} failed open: {what}\n")
+    except Exception:  # noqa: BLE001 - the agent must go on whatever happens
+        try:
+            print(f"funes: {what}", file=sys.stderr)
+        except Exception:  # noqa: BLE001, S110 - nowhere left to report
+            pass
 
 
 def main(argv: list[str]) -> int:

@@ -15,6 +15,7 @@ def memory_status(spec: str | None) -> dict[str, Any]:
     identity = memory.identity
     indexed_at = memory.scan(["indexed_at"]).column("indexed_at").to_pylist()
     lexical = memory.lexical()
+    damage = memory.check()
     from funes.hub.receipts import push_backlog
     from funes.retrieval.rerank import reranker_status
 
@@ -33,6 +34,8 @@ def memory_status(spec: str | None) -> dict[str, Any]:
         "reranker": reranker_status(),
         "table_version": stats.version,
         "lexical_segments": len(lexical.segments),
+        # What cannot be read (null when nothing): counts above are of what can be.
+        "damage": damage.as_json() if damage else None,
         # What this host has not pushed to each remote, from its push receipts (no request).
         "remotes": push_backlog(memory),
     }
@@ -52,6 +55,8 @@ def render_status(status: dict[str, Any]) -> str:
         f"last index  {status['last_indexed'] or 'never'}",
         f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}",
     ]
+    if status.get("damage"):
+        lines.append(f"damage      {status['damage']['summary']}: run `funes repair`")
     reranker = status["reranker"]
     lines.append(f"reranker    {reranker['model'] if reranker['available'] else 'off: ' + reranker['reason']}")
     for remote in status.get("remotes", []):

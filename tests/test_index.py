@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -68,6 +70,76 @@ def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
     assert result.returncode == 0, result.stderr
     after = set(stored_ids(memory_home / ".funes"))
     assert before < after and len(after - before) == 1
+
+
+def on_terminal(args: list[str], answer: str, *, env: dict, timeout: float = 300) -> tuple[int, str]:
+    """Run the CLI with stdin, stdout and stderr on a pseudo-terminal, as a person runs it;
+    type ``answer`` and Enter at its first ``[Y/n]`` question.  Returns the exit code and
+    everything it printed, colours and cursor moves removed."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([*FUNES, *args], stdin=terminal, stdout=terminal, stderr=terminal, env=env,
+                               close_fds=True, start_new_session=True)
+    os.close(terminal)
+    output, answered, deadline = b"", False, time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.5)
+            if not ready:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal closed: the process has exited
+                break
+            if not data:
+                break
+            output += data
+            if not answered and b"[Y/n]" in output:
+                os.write(controller, answer.encode() + b"\r")
+                answered = True
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"funes {' '.join(args)} still running after {timeout} s: {output[-2000:]!r}")
+        code = process.wait(timeout=30)
+    finally:
+        os.close(controller)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.decode("utf-8", errors="replace")).replace("\r", "")
+    return code, text
+
+
+@pytest.mark.parametrize("answer", ["y", "n", ""], ids=["yes", "no", "enter"])
+def test_interactive_first_index_offers_the_rest_with_a_measured_estimate(isolated_env, answer):
+    from hub_helpers import write_claude_session
+
+    turns = 600
+    write_claude_session(isolated_env / ".claude" / "projects" / "-work-app" / "cache-session.jsonl",
+                         "5e551011-0000-4000-8000-000000000000",
+                         [f"turn {n}: the cache key now includes the commit sha, attempt {n}" for n in range(turns)])
+    # Half a second of vectors before the question (60 s by default): one batch, then the offer.
+    env = {**os.environ, "TERM": "xterm", "FUNES_INDEX_EMBED_S": "0.5"}
+    code, text = on_terminal(["index"], answer, env=env)
+    assert code == 0, text
+    assert "Traceback" not in text
+    question = re.search(r"(\d+) chunks are searchable by keyword but not yet by meaning; embed them now "
+                         r"\(~\d+ (?:s|min), estimated from the \d+ chunks/s measured on the first (\d+)\)\? "
+                         r"\[Y/n\]", text)
+    assert question, text
+    waiting, first = int(question.group(1)), int(question.group(2))
+    assert waiting + first == turns and first > 0
+    summary = re.search(r"indexed 1 of 1 session\(s\): 600 turns, 600 chunks added, 0 already stored, "
+                        r"(\d+) embedded, (\d+) awaiting vectors", text)
+    assert summary, text
+    embedded, pending = int(summary.group(1)), int(summary.group(2))
+    if answer == "n":
+        assert (embedded, pending) == (first, waiting)
+        assert "run `funes index --yes` to embed the rest" in text
+    else:
+        assert (embedded, pending) == (turns, 0)
+    report = status()
+    assert (report["chunks"], report["embedded"]) == (turns, embedded)
 
 
 def test_unattended_index_must_name_a_target(memory_home):
@@ -151,8 +223,29 @@ def test_sigkill_at_any_moment_then_rerun_gives_the_uninterrupted_memory(built_m
     assert hits.returncode == 0 and json.loads(hits.stdout)
 
 
-def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_home):
+def under_file_size_limit(kib: int, *args: str, payload: bytes | None = None,
+                          module: list[str] = FUNES) -> subprocess.CompletedProcess:
+    """Run the CLI where any file grown past ``kib`` KiB fails with EFBIG, as writes fail
+    on a full disk (Python ignores SIGXFSZ).  The limit is set by the shell: a
+    preexec_fn can deadlock a threaded pytest.  Output goes to pipes, which no limit
+    applies to."""
     import shlex
+
+    command = " ".join(shlex.quote(part) for part in [*module, *args])
+    return subprocess.run(["bash", "-c", f"ulimit -f {kib} && exec {command}"], capture_output=True,
+                          text=payload is None, input=payload, timeout=300)
+
+
+REFUSED = "funes: cannot write memory at local: "
+KEPT = "; free some space and run the command again (everything indexed before this is kept)\n"
+
+
+def assert_refused_in_one_line(result: subprocess.CompletedProcess, reason: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == f"{REFUSED}{reason}{KEPT}", result.stderr
+
+
+def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_home):
     import shutil
 
     from memory_helpers import REAL
@@ -162,15 +255,62 @@ def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_ho
     big.parent.mkdir(parents=True)
     shutil.copyfile(REAL / "episodic_memory" / "0fae0449-64d3-4788-8622-d3a47d82c14b.jsonl", big)
 
-    # Any file grown past 64 KB fails with EFBIG, as writes fail on a full disk (Python ignores
-    # SIGXFSZ). The limit is set by the shell: a preexec_fn can deadlock a threaded pytest.
-    command = " ".join(shlex.quote(part) for part in [*FUNES, "index", str(big)])
-    refused = subprocess.run(["bash", "-c", f"ulimit -f 64 && exec {command}"], capture_output=True, text=True,
-                             timeout=300)
-    assert refused.returncode != 0
-    assert refused.stderr.startswith("funes: cannot write memory at local: ")
-    assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+    refused = under_file_size_limit(64, "index", str(big))
+    assert_refused_in_one_line(refused, "a file grew past the size the system allows")
     assert status()["chunks"] == before["chunks"]  # the memory still opens, nothing lost
     again = funes("index", str(big))
     assert again.returncode == 0, again.stderr
     assert status()["chunks"] > before["chunks"]
+
+
+def test_a_disk_that_refuses_the_bm25_segment_is_a_clear_error_and_loses_nothing(isolated_env):
+    import random
+
+    from hub_helpers import write_claude_session
+
+    # Sixty chunks of distinct four-letter words: the table's data file (~36 KiB) fits under a
+    # 48 KiB limit, the BM25 segment's term arrays (~64 KiB each) do not.
+    rng = random.Random(0)
+    words = [" ".join("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(4)) for _ in range(110))
+             for _ in range(60)]
+    transcript = write_claude_session(isolated_env / "t" / "words.jsonl", "5e55f011-0000-4000-8000-000000000000",
+                                      words)
+    refused = under_file_size_limit(48, "index", str(transcript))
+    assert_refused_in_one_line(refused, "a file grew past the size the system allows")
+    bm25 = isolated_env / ".funes" / "memory" / "bm25"
+    assert not list(bm25.glob("*.tmp")), "a half-written segment was left behind"
+    # The rows were committed before the segment: recall finds them by keyword meanwhile.
+    assert status()["chunks"] == 60
+    query = " ".join(words[17].split()[:5])
+    hits = funes("recall", query, "--json", "--no-rerank", "--fusion", "lexical", "-k", "1")
+    assert hits.returncode == 0, hits.stderr
+    assert json.loads(hits.stdout)[0]["text"] == words[17]
+    again = funes("index", str(transcript))
+    assert again.returncode == 0, again.stderr
+    report = status()
+    assert (report["chunks"], report["embedded"], report["lexical_segments"]) == (60, 60, 1)
+
+
+def test_a_disk_that_refuses_the_coverage_database_is_a_clear_error(isolated_env):
+    from hub_helpers import write_claude_session
+
+    transcript = write_claude_session(isolated_env / "t" / "s.jsonl", "5e55f012-0000-4000-8000-000000000000",
+                                      ["Where is coverage kept?", "In coverage.sqlite, beside the table."])
+    # SQLite's shared-memory file (32 KiB) cannot grow past a 16 KiB limit: SQLITE_IOERR_SHMSIZE.
+    refused = under_file_size_limit(16, "index", str(transcript))
+    assert_refused_in_one_line(refused, "the disk refused a write")
+    assert funes("index", str(transcript)).returncode == 0
+    assert status()["chunks"] == 2
+
+
+def test_a_hook_on_a_full_disk_says_so_in_one_line_and_fails_open(isolated_env):
+    payload = json.dumps({"session_id": "5e55f013-0000-4000-8000-000000000000",
+                          "transcript_path": str(isolated_env / "t.jsonl")}).encode()
+    from funes.cli.agents import Binding
+
+    result = under_file_size_limit(0, payload=payload, module=Binding(None).hook_command("claude"))
+    assert result.returncode == 0  # an agent's turn never fails because of funes
+    spool = isolated_env / ".funes" / "spool"
+    assert result.stderr.decode() == (f"funes: cannot spool the turn in {spool}: a file grew past the size the system"
+                                      " allows; free some space (everything indexed before this is kept)\n")
+    assert [p.name for p in spool.iterdir()] == [], "a stray spool file was left behind"

@@ -29,6 +29,10 @@ TABLE_DIR = f"{TABLE_NAME}.lance"
 CARD_PATH = "README.md"
 # Parallel whole-file downloads: enough to hide per-request latency, few enough to be polite.
 DOWNLOAD_THREADS = 8
+# Seconds the first call to a repo (its commit and file list) may take to connect or to
+# answer: huggingface_hub sets no timeout on it, so a Hub that accepts and never answers
+# would hold a command forever.  The API answers in well under a second when reachable.
+API_TIMEOUT_S = 10.0
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REPO_ID = re.compile(rf"{_NAME}/{_NAME}")
@@ -112,7 +116,7 @@ class HubRepo:
 
         try:
             with self._errors("read"):
-                info = self.api.dataset_info(self.remote.repo_id, revision=revision)
+                info = self.api.dataset_info(self.remote.repo_id, revision=revision, timeout=API_TIMEOUT_S)
         except RemoteError as exc:
             if isinstance(exc.__cause__, RepositoryNotFoundError):
                 return None
@@ -169,6 +173,10 @@ class HubRepo:
     # ------------------------------------------------------------------ errors
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
+        # The transport huggingface_hub 2.x is built on (httpx2, pinned with it in
+        # constraints.txt): its connection, DNS, timeout and protocol errors reach us as
+        # they are, since only HTTP statuses become HfHubHTTPError.
+        from httpx2 import TransportError
         from huggingface_hub.errors import (
             HfHubHTTPError,
             LocalEntryNotFoundError,
@@ -191,13 +199,11 @@ class HubRepo:
             raise RemoteError(f"cannot {action} {where}: HF_HUB_OFFLINE is set") from exc
         except LocalEntryNotFoundError as exc:
             raise RemoteError(f"cannot {action} {where}: the Hub is unreachable and the file is not cached") from exc
+        except TransportError as exc:
+            raise RemoteError(f"cannot {action} {where}: the Hub cannot be reached"
+                              f" ({type(exc).__name__}: {_first_line(exc)})") from exc
         except OSError as exc:
             raise RemoteError(f"cannot {action} {where}: {exc.strerror or exc}") from exc
-        except Exception as exc:
-            # The transport (httpx) raises its own connection and timeout errors.
-            if type(exc).__module__.split(".")[0] in ("httpx", "httpcore", "requests", "urllib3"):
-                raise RemoteError(f"cannot {action} {where}: {type(exc).__name__}: {_first_line(exc)}") from exc
-            raise
 
 
 def _status(error: Any) -> int | None:

@@ -115,6 +115,11 @@ class Coverage:
             (unit.key, unit.harness, unit.session_id, str(unit.path), error, time.time()),
         )
 
+    def mark_stale(self, keys: Iterable[str]) -> None:
+        """Have the next index parse these units again whatever their signature (their
+        rows were lost: `funes repair`)."""
+        self._db.executemany("UPDATE units SET signature = NULL WHERE key = ?", [(key,) for key in keys])
+
     def forget(self, keys: Iterable[str]) -> None:
         """Tombstone sessions: re-indexing their transcripts will skip them."""
         now = time.time()

@@ -43,6 +43,7 @@ returns is still the chunk's own verbatim text.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -267,19 +268,20 @@ class Segment:
         tmp = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        np.save(tmp / "ids.npy", self.ids)
-        np.save(tmp / "data.npy", self.data)
-        np.save(tmp / "indices.npy", self.indices)
-        np.save(tmp / "indptr.npy", self.indptr)
-        (tmp / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
-        for path in tmp.iterdir():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
+        try:
+            for name, array in (("ids", self.ids), ("data", self.data), ("indices", self.indices),
+                                ("indptr", self.indptr)):
+                _write_file(tmp / f"{name}.npy", _npy_bytes(array))
+            _write_file(tmp / "vocab.json", json.dumps(self.vocab, ensure_ascii=False).encode("utf-8"))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half-written segment behind
+            raise
         os.replace(tmp, folder)
 
     @classmethod
     def load(cls, folder: Path) -> Segment:
-        return cls(
+        """A saved segment; ValueError (or OSError) when its files do not fit together."""
+        segment = cls(
             name=folder.name,
             ids=np.load(folder / "ids.npy"),
             vocab=json.loads((folder / "vocab.json").read_text(encoding="utf-8")),
@@ -287,15 +289,40 @@ class Segment:
             indices=np.load(folder / "indices.npy", mmap_mode="r"),
             indptr=np.load(folder / "indptr.npy", mmap_mode="r"),
         )
+        entries = int(segment.indptr[-1]) if len(segment.indptr) else 0
+        if not len(segment.data) == len(segment.indices) == entries:
+            raise ValueError(f"BM25 segment {folder.name} is inconsistent")
+        return segment
+
+
+def _npy_bytes(array: np.ndarray) -> memoryview:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getbuffer()
+
+
+def _write_file(path: Path, data: bytes | memoryview) -> None:
+    """Write and fsync through Python's own file object: numpy writes files with
+    ``tofile``, whose short write on a full disk raises an OSError without errno, which
+    no caller can tell from any other failure."""
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 class LexicalIndex:
-    """The BM25 segments of one memory (``folder`` is ``<memory>/bm25``)."""
+    """The BM25 segments of one memory (``folder`` is ``<memory>/bm25``).
 
-    def __init__(self, folder: Path | None, segments: list[Segment], table_version: int):
+    ``problem`` says what is wrong when the manifest or a segment it names exists but
+    cannot be read (the index then opens empty and readers index the table in memory)."""
+
+    def __init__(self, folder: Path | None, segments: list[Segment], table_version: int,
+                 problem: str | None = None):
         self.folder = folder
         self.segments = segments
         self.table_version = table_version
+        self.problem = problem
         self._doc_freq_cache: dict[str, tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------ reading
@@ -305,20 +332,29 @@ class LexicalIndex:
         tokenisation changed (the caller then re-indexes)."""
         # A writer may replace the manifest and remove merged segments between our
         # reading the manifest and opening them: read again when that happens.
+        problem = None
         for _attempt in range(3):
             try:
                 manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                if not isinstance(manifest, dict):
+                    raise ValueError("not an object")
+            except FileNotFoundError:
                 return cls(folder, [], -1)
+            except (OSError, ValueError):
+                problem = f"{folder.name}/{MANIFEST} cannot be read"
+                continue
             if (manifest.get("tokenizer") != TOKENIZER or manifest.get("bm25") != BM25_PARAMS
                     or manifest.get("document") != DOCUMENT):
                 return cls(folder, [], -1)
+            segments = []
             try:
-                segments = [Segment.load(folder / name) for name in manifest.get("segments", [])]
-            except (OSError, ValueError):
+                for name in manifest.get("segments", []):
+                    problem = f"{folder.name}/{name} cannot be read"
+                    segments.append(Segment.load(folder / name))
+            except (OSError, ValueError, KeyError, TypeError):
                 continue
             return cls(folder, segments, int(manifest.get("table_version", -1)))
-        return cls(folder, [], -1)  # damaged: the caller re-indexes from the table
+        return cls(folder, [], -1, problem)  # damaged: the caller re-indexes from the table
 
     @property
     def n_docs(self) -> int:

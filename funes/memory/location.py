@@ -18,6 +18,10 @@ from funes.config import funes_home, memory_dir
 from funes.memory.schema import TABLE_NAME
 
 OBJECT_STORE_SCHEMES = ("s3://", "gs://", "az://", "abfs://")
+# Seconds to establish a connection to an object store (Lance's default is 5 s, and it
+# lists a table's versions up to ~6 times with 4 tries each, so a store that drops
+# packets held a command for two minutes; 2 s is still ample for a handshake anywhere).
+CONNECT_TIMEOUT = "2s"
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def local_memory() -> MemoryLocation:
 def object_store_options(uri: str) -> dict[str, str]:
     """Storage options for Lance from the environment (endpoint and credentials of
     S3-compatible stores such as MinIO or moto, which the AWS SDK does not read)."""
-    options: dict[str, str] = {}
+    options: dict[str, str] = {"connect_timeout": CONNECT_TIMEOUT}
     if uri.startswith("s3://"):
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         if endpoint:

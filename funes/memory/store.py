@@ -10,26 +10,42 @@ manifest does not cover yet.
 
 from __future__ import annotations
 
-import errno
-import sqlite3
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from funes.chunking import SPLIT_SIZE, Chunk, chunking_metadata
-from funes.errors import FunesError, MemoryIncompatibleError, MemoryMissingError, WriterBusyError
+from funes.errors import (
+    FunesError,
+    MemoryIncompatibleError,
+    MemoryMissingError,
+    RemoteError,
+    WriterBusyError,
+    refused_write,
+)
 from funes.memory.coverage import Coverage
+from funes.memory.health import (
+    TableDamage,
+    damaged_error,
+    damaged_fragments,
+    inspect,
+    intact_fragments,
+    lost_versions,
+    open_newest_readable,
+)
 from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, TABLE_NAME, chunk_schema, decode_metadata
 
+_T = TypeVar("_T")
 IDENTITY_KEYS = ("model_id", "revision", "dim")
 # Below this many embedded rows brute force is fast enough; above it an IVF_PQ index
 # (with a refine step: without one its recall@30 was 0.48 here) keeps search in ms.
@@ -94,22 +110,6 @@ def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[st
     return documents_from_rows(own + context, wanted)
 
 
-# How the disk refuses a write, by errno and by the text Lance's Rust errors carry
-# (they reach Python without an errno).
-_REFUSED_WRITES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                   errno.EFBIG: "a file grew past the size the system allows"}
-_REFUSED_TEXT = {"No space left on device": errno.ENOSPC, "database or disk is full": errno.ENOSPC,
-                 "Disk quota exceeded": errno.EDQUOT, "File too large": errno.EFBIG}
-
-
-def refused_write(error: BaseException) -> str | None:
-    """Why the file system refused a write, or None when ``error`` is something else."""
-    code = getattr(error, "errno", None)
-    if code not in _REFUSED_WRITES:
-        code = next((c for text, c in _REFUSED_TEXT.items() if text in str(error)), None)
-    return _REFUSED_WRITES.get(code) if code is not None else None
-
-
 @dataclass
 class MemoryStats:
     chunks: int
@@ -121,11 +121,19 @@ class MemoryStats:
 
 
 class Memory:
-    """A memory opened for reading."""
+    """A memory opened for reading.
 
-    def __init__(self, location: MemoryLocation, dataset: Any):
+    A damaged memory is still read: when a read fails, :mod:`funes.memory.health` is
+    asked which fragments cannot be read, and this and every later read of this
+    memory skip them (``damage`` then says what is skipped).  A memory whose newest
+    manifest is unreadable is read as of the newest version that opens."""
+
+    def __init__(self, location: MemoryLocation, dataset: Any, damage: TableDamage | None = None):
         self.location = location
         self.dataset = dataset
+        self.damage = damage or TableDamage(version=int(dataset.version))
+        self._intact: list[Any] | None = None  # the fragments read, once some are known damaged
+        self._checked_deep = False
         self._lexical: LexicalIndex | None = None
 
     @classmethod
@@ -134,15 +142,58 @@ class Memory:
 
         try:
             dataset = lance.dataset(location.table_uri, storage_options=location.storage_options or None)
-        except (ValueError, FileNotFoundError, OSError) as exc:
-            if "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or isinstance(
-                exc, FileNotFoundError
-            ):
+        except Exception as exc:  # noqa: BLE001 - lance raises plain errors: which one is asked below
+            if isinstance(exc, FileNotFoundError) or "not found" in str(exc).lower() or "does not exist" in str(
+                exc
+            ).lower():
                 raise MemoryMissingError(f"no memory at {location.label}: run funes index") from exc
-            raise MemoryIncompatibleError(f"memory at {location.label} cannot be opened: {exc}") from exc
-        except Exception as exc:  # lance raises plain errors for damaged manifests
-            raise MemoryIncompatibleError(f"memory at {location.label} is damaged: {exc}") from exc
+            if not location.is_local:
+                raise RemoteError(f"cannot read memory at {location.label}: {_remote_failure(location, exc)}") from exc
+            dataset, damage = open_newest_readable(location, exc)
+            return cls(location, dataset, damage)
         return cls(location, dataset)
+
+    def _read(self, read: Callable[[], _T]) -> _T:
+        """``read()``, again without the damaged fragments when it fails on them."""
+        try:
+            return read()
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the memory is found damaged
+            if not self.location.is_local:
+                raise RemoteError(f"cannot read memory at {self.location.label}: "
+                                  f"{_remote_failure(self.location, exc)}") from exc
+            if not self._skip_damaged():
+                raise
+        return read()
+
+    def _skip_damaged(self) -> bool:
+        """Find damaged fragments not skipped yet (the cheap check first, then a whole
+        read of every fragment); True when some were found."""
+        known = self.damage.fragments
+        found = damaged_fragments(self.location, self.dataset, deep=False, known=known)
+        if len(found) == len(known) and not self._checked_deep:
+            self._checked_deep = True
+            found = damaged_fragments(self.location, self.dataset, deep=True, known=known)
+        if len(found) == len(known):
+            return False
+        self.damage.fragments = found
+        self._intact = intact_fragments(self.dataset, found)
+        return True
+
+    def check(self) -> TableDamage:
+        """The damage known, after the cheap check of every fragment's files (for
+        `funes status`: one stat per file) and of the BM25 index."""
+        if self.location.is_local:
+            found = damaged_fragments(self.location, self.dataset, deep=False, known=self.damage.fragments)
+            if len(found) != len(self.damage.fragments):
+                self.damage.fragments = found
+                self._intact = intact_fragments(self.dataset, found)
+        self.lexical()
+        return self.damage
+
+    def _scanner(self, **options: Any) -> Any:
+        if self._intact is not None:
+            options["fragments"] = self._intact
+        return self.dataset.scanner(**options)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -158,7 +209,12 @@ class Memory:
         return int(self.dataset.version)
 
     def count(self, where: str | None = None) -> int:
-        return int(self.dataset.count_rows(filter=where))
+        def count() -> int:
+            if self._intact is None:
+                return int(self.dataset.count_rows(filter=where))
+            return int(self._scanner(columns=[], filter=where, with_row_id=True).count_rows())
+
+        return self._read(count)
 
     def require_rows(self) -> None:
         if self.count() == 0:
@@ -169,7 +225,7 @@ class Memory:
 
     # ------------------------------------------------------------------ reading rows
     def scan(self, columns: Sequence[str], where: str | None = None) -> pa.Table:
-        return self.dataset.to_table(columns=list(columns), filter=where)
+        return self._read(lambda: self._scanner(columns=list(columns), filter=where).to_table())
 
     def rows(self, ids: Sequence[str], columns: Sequence[str] = ROW_COLUMNS) -> dict[str, dict[str, Any]]:
         """Rows by chunk id (missing ids are absent from the result)."""
@@ -226,6 +282,9 @@ class Memory:
         """The BM25 index, covering every row of the table version read."""
         if self._lexical is None:
             index = LexicalIndex.open(self.location.lexical_dir)
+            self.damage.lexical = index.problem
+            self.damage.lost_versions = 0 if self.damage.unreadable_manifests else lost_versions(
+                self.dataset, index.table_version)
             if index.table_version != self.version:
                 covered = index.covered_ids()
                 table_ids = self.scan(["id"]).column("id").to_numpy(zero_copy_only=False).astype("<U16")
@@ -241,11 +300,29 @@ class Memory:
         """``(chunk_id, cosine distance)`` of the ``k`` nearest embedded chunks."""
         nearest = {"column": "vector", "q": vector.astype(np.float32), "k": k, "metric": "cosine",
                    "nprobes": NPROBES, "refine_factor": REFINE_FACTOR}
-        table = self.dataset.to_table(columns=["id", "_distance"], nearest=nearest, filter=where,
-                                      prefilter=where is not None)
+
+        def search() -> list[tuple[str, float]]:
+            if self._intact is not None:  # Lance searches no subset of fragments: exact search here
+                return self._exact_search(vector, k, where)
+            table = self.dataset.to_table(columns=["id", "_distance"], nearest=nearest, filter=where,
+                                          prefilter=where is not None)
+            return list(zip(table.column("id").to_pylist(), table.column("_distance").to_pylist(), strict=True))
+
+        return self._read(search)
+
+    def _exact_search(self, vector: np.ndarray, k: int, where: str | None) -> list[tuple[str, float]]:
+        embedded = "vector IS NOT NULL" + (f" AND ({where})" if where else "")
+        table = self._scanner(columns=["id", "vector"], filter=embedded).to_table()
+        if table.num_rows == 0:
+            return []
+        dim = table.schema.field("vector").type.list_size
+        matrix = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        query = vector.astype(np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+        distances = 1.0 - (matrix @ query) / np.maximum(norms, 1e-12)
+        order = np.argsort(distances, kind="stable")[:k]
         ids = table.column("id").to_pylist()
-        distances = table.column("_distance").to_pylist()
-        return list(zip(ids, distances, strict=True))
+        return [(ids[i], float(distances[i])) for i in order]
 
     def stats(self) -> MemoryStats:
         import polars as pl
@@ -292,35 +369,48 @@ class MemoryWriter:
 
         Another writer holding the lock past ``wait_s`` → :class:`WriterBusyError`; a
         table built with another model → :class:`MemoryIncompatibleError` unless
-        ``allow_other_model`` (for :meth:`rebuild_for_new_model`)."""
-        from filelock import FileLock, Timeout
+        ``allow_other_model`` (for :meth:`rebuild_for_new_model`); a damaged table →
+        :class:`~funes.errors.MemoryDamagedError`; a disk that refuses a write, at any
+        moment → a one-line :class:`FunesError` (what was committed stays)."""
+        with writer_lock(location, wait_s), cls.open_locked(location, expected_identity, dim=dim,
+                                                            allow_other_model=allow_other_model) as writer:
+            yield writer
 
-        try:
-            location.state_dir.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(str(location.lock_path))
-            lock.acquire(timeout=wait_s)
-        except Timeout as exc:
-            raise WriterBusyError(
-                f"another funes process is writing {location.label} (lock {location.lock_path}); try again when it finishes"
-            ) from exc
-        except OSError as exc:
-            raise FunesError(f"cannot write memory state in {location.state_dir}: {exc.strerror or exc}") from exc
+    @classmethod
+    @contextmanager
+    def open_locked(cls, location: MemoryLocation, expected_identity: Mapping[str, str], *, dim: int,
+                    allow_other_model: bool = False) -> Iterator[MemoryWriter]:
+        """:meth:`open` for a caller already holding :func:`writer_lock` (`funes repair`)."""
+        coverage: Coverage | None = None
+        opening = True
         try:
             table = cls._open_table(location, expected_identity, dim, allow_other_model)
-            writer = cls(location, table, Coverage(location.coverage_path))
-            try:
-                yield writer
-            except (OSError, RuntimeError, sqlite3.Error) as exc:
-                refused = refused_write(exc)
-                if refused is None:
-                    raise
-                # Lance commits atomically: what was committed before the failure stays readable.
-                raise FunesError(f"cannot write memory at {location.label}: {refused}; free some space and run "
-                                 "the command again (everything indexed before this is kept)") from exc
-            finally:
-                writer.coverage.close()
+            coverage = Coverage(location.coverage_path)
+            writer = cls(location, table, coverage)
+            writer._refuse_lost_versions()
+            opening = False
+            yield writer
+        except FunesError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the disk or the memory explains it
+            explained = _write_failure(location, exc, opening=opening)
+            if explained is exc:
+                raise
+            raise explained from exc
         finally:
-            lock.release()
+            if coverage is not None:
+                coverage.close()
+
+    def _refuse_lost_versions(self) -> None:
+        """A table whose newest versions were lost (their manifests deleted) would take
+        new versions under the same numbers and hide the loss: repair it first."""
+        import lance
+
+        if self.lexical.table_version > self.version:
+            dataset = lance.dataset(self.location.table_uri, storage_options=self.location.storage_options or None)
+            damage = TableDamage(version=self.version, lost_versions=lost_versions(dataset, self.lexical.table_version))
+            if damage:
+                raise damaged_error(self.location, damage)
 
     @staticmethod
     def lock_free(location: MemoryLocation) -> bool:
@@ -355,8 +445,10 @@ class MemoryWriter:
             return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata()}))
         except FunesError:
             raise
-        except OSError as exc:
-            raise FunesError(f"cannot write memory at {location.label}: {exc.strerror or exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - lance and lancedb raise plain errors
+            if not location.is_local and refused_write(exc) is None:
+                raise RemoteError(f"cannot open memory at {location.label}: {_remote_failure(location, exc)}") from exc
+            raise
 
     # ------------------------------------------------------------------ rows
     @property
@@ -394,6 +486,14 @@ class MemoryWriter:
             written = [i for i in ids if i in documents]
             self.lexical.add(written, [documents[i] for i in written], self.version, self._fetch_texts)
         return ids
+
+    def chunks_per_session(self) -> Counter[str]:
+        """Rows stored per session key (``<harness>--<session_id>``)."""
+        from funes.traces.model import session_key
+
+        rows = self._scan(["harness", "session_id"])
+        return Counter(session_key(h or "", s) for h, s in zip(rows.column("harness").to_pylist(),
+                                                              rows.column("session_id").to_pylist(), strict=True))
 
     def _arrow_rows(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> pa.Table:
         schema = self.table.schema
@@ -454,6 +554,13 @@ class MemoryWriter:
 
     def pending_count(self) -> int:
         return int(self.table.count_rows("vector IS NULL"))
+
+    def pending_chars(self) -> int:
+        """Characters of text still lacking a vector (what embedding time follows)."""
+        import pyarrow.compute as pc
+
+        texts = self._scan(["text"], "vector IS NULL").column("text")
+        return int(pc.sum(pc.utf8_length(texts)).as_py() or 0) if len(texts) else 0
 
     def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         dim = self.table.schema.field("vector").type.list_size
@@ -517,6 +624,14 @@ class MemoryWriter:
         return rows.num_rows
 
     # ------------------------------------------------------------------ maintenance
+    def rebuild_lexical(self) -> int:
+        """One BM25 segment over the whole table; returns the rows indexed."""
+        rows = self._scan(DOCUMENT_COLUMNS)
+        documents = documents_from_rows(rows.to_pylist())
+        self.lexical.rebuild(list(documents), list(documents.values()), self.version)
+        self._known_ids = set(rows.column("id").to_pylist())
+        return rows.num_rows
+
     def maintain(self, *, keep_versions_for: timedelta = timedelta(hours=1)) -> dict[str, Any]:
         """Compact fragments, (re)build indexes, drop old versions, merge BM25 segments.
 
@@ -544,13 +659,64 @@ class MemoryWriter:
                                                           num_sub_vectors=max(1, dim // 8)), replace=True)
             vector_index = True
         self.table.optimize()
-        ids = self._scan(DOCUMENT_COLUMNS)
-        documents = documents_from_rows(ids.to_pylist())
-        self.lexical.rebuild(list(documents), list(documents.values()), self.version)
-        self._known_ids = set(ids.column("id").to_pylist())
-        return {"seconds": round(time.monotonic() - started, 2), "rows": ids.num_rows,
+        rows = self.rebuild_lexical()
+        return {"seconds": round(time.monotonic() - started, 2), "rows": rows,
                 "embedded": embedded, "vector_index_built": vector_index,
                 "lexical_segments": len(self.lexical.segments)}
+
+
+@contextmanager
+def writer_lock(location: MemoryLocation, wait_s: float = 5.0) -> Iterator[None]:
+    """The memory's single-writer lock; :class:`WriterBusyError` after ``wait_s``."""
+    from filelock import FileLock, Timeout
+
+    try:
+        location.state_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(location.lock_path))
+        lock.acquire(timeout=wait_s)
+    except Timeout as exc:
+        raise WriterBusyError(
+            f"another funes process is writing {location.label} (lock {location.lock_path}); try again when it finishes"
+        ) from exc
+    except OSError as exc:
+        raise FunesError(f"cannot write memory state in {location.state_dir}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _write_failure(location: MemoryLocation, error: BaseException, *, opening: bool) -> BaseException:
+    """The one-line error a failed write of ``location`` means (``opening``: while the
+    table and coverage were being opened), or ``error`` itself."""
+    refused = refused_write(error)
+    if refused is not None:
+        # Lance commits atomically and coverage records a unit only after its rows: what
+        # was committed before the failure stays readable and nothing is skipped next time.
+        return FunesError(f"cannot write memory at {location.label}: {refused}; free some space and run "
+                          "the command again (everything indexed before this is kept)")
+    if not location.is_local:
+        return RemoteError(f"cannot write memory at {location.label}: {_remote_failure(location, error)}")
+    _, damage = inspect(location, deep=True)
+    if damage.table_damaged:
+        return damaged_error(location, damage)
+    if opening and isinstance(error, OSError):  # permissions, a path that is a file: the system's own words
+        return FunesError(f"cannot write memory at {location.label}: {error.strerror or error}")
+    return error
+
+
+def _remote_failure(location: MemoryLocation, error: BaseException) -> str:
+    """Why an object store failed, short: Lance's errors run to a screenful of nested
+    retries, so only their opening is kept."""
+    endpoint = location.storage_options.get("aws_endpoint")
+    detail = _first_line(error)
+    detail = detail if len(detail) <= 200 else detail[:200] + "…"
+    return f"the object store{f' at {endpoint}' if endpoint else ''} cannot be reached or read ({detail})"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _ts_key(ts: str | None) -> float:
