@@ -82,13 +82,16 @@ def block_text(block: BlockView) -> str:
 
 
 def format_window(window: Window) -> str:
-    """The agent format of a window: per turn a header, its blocks, ``---``; then the
-    range read and the session's size."""
+    """The agent format of a window: per turn a header, its blocks quoted line by line
+    (see funes.retrieval.format), ``---``; then the range read and the session's size."""
+    from funes.retrieval.format import SEPARATOR, field, quoted
+
     parts = []
     for turn in window.turns:
         marker = "  (requested)" if turn.turn_uuid == window.target else ""
-        body = "\n\n".join(block_text(block) for block in turn.blocks)
-        parts.append(f"[{turn.ts}] {turn.role} seq{turn.seq} turn={turn.turn_uuid}{marker}\n{body}\n---")
+        body = quoted("\n\n".join(block_text(block) for block in turn.blocks))
+        parts.append(f"[{field(turn.ts)}] {field(turn.role)} seq{turn.seq} turn={field(turn.turn_uuid)}{marker}\n"
+                     f"{body}\n{SEPARATOR}")
     if window.turns:
         parts.append(f"turns {window.turns[0].seq}-{window.turns[-1].seq} of {window.total}")
     return "\n".join(parts)

@@ -107,7 +107,7 @@ def test_get_reassembles_a_split_block_byte_for_byte(memory_home):
     assert result.returncode == 0, result.stderr
     header, _, rest = result.stdout.partition("\n")
     assert header.endswith(f"turn={turn_uuid}  (requested)")
-    body = rest.rsplit("\n---\n", 1)[0]
+    body = "\n".join(line[2:] for line in rest.rsplit("\n---\n", 1)[0].split("\n"))  # unquoted
     assert original in body  # the whole block, every split joined exactly once
     assert result.stdout.rstrip().splitlines()[-1].startswith("turns ")
 
