@@ -6,6 +6,7 @@ the code documented in docs/contract.md; only bugs keep a traceback.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
@@ -38,6 +39,32 @@ def _register() -> None:
     for module in pkgutil.iter_modules(funes.cli.__path__):
         if module.name.endswith("_cmd"):
             importlib.import_module(f"funes.cli.{module.name}")
+    for info in app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = unwrapped(info.callback.__doc__)
+
+
+def unwrapped(docstring: str) -> str:
+    """A docstring as help text: its paragraphs, each on one line.  Typer would keep the
+    source's hard wraps, so the command list broke summaries mid-sentence; the terminal
+    wraps them instead."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(docstring).split("\n\n"))
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import funes
+
+        print(f"funes {funes.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Verbatim recall over your coding agents' transcripts."""
 
 
 def run(argv: list[str] | None = None) -> None:
