@@ -72,6 +72,7 @@ def recall_command(
 
 
 def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:
+    from funes.retrieval.bounds import whole
     from funes.retrieval.format import hits_json
 
     try:
@@ -87,7 +88,7 @@ def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:
             if not isinstance(request, dict) or not isinstance(request.get("query"), str):
                 raise ValueError("expected an object with a string \"query\"")
             qid = request.get("qid", number)
-            k = int(request.get("k") or default_k)
+            k = default_k if request.get("k") is None else whole(request["k"])
             result = recaller.recall(request["query"], k=k, **options)
         except (ValueError, TypeError, OverflowError, FunesError) as exc:
             note(f"funes: {path}:{number}: {exc}")

@@ -24,3 +24,9 @@ def checked_query(query: str) -> str:
         raise UsageError(f"the query is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}: "
                          "say what to recall in fewer words")
     return text
+
+
+def whole(value: object) -> object:
+    """A JSON number such as 5.0 as the integer it is; anything else (1e30, "5") as sent,
+    for the bound check to refuse by name."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53 else value

@@ -29,11 +29,15 @@ async def _session_calls(memory=None):
             session_id, turn = first[1].split("→ get ")[1].split()[:2]
             opened = await session.call_tool("get", {"session_id": session_id, "turn_uuid": turn, "window": 1})
             missing = await session.call_tool("get", {"session_id": session_id, "turn_uuid": "nope"})
-            return init, tools, recall, bad, after_error, opened, missing
+            # The 8 characters of a session every hit prints name it here too.
+            earth = await session.call_tool("recall", {"query": "digital twin of Earth", "session": "claude_s"})
+            prefixed = await session.call_tool("get", {"session_id": "claude_s", "window": 0,
+                                                       "turn_uuid": "d753fba5-0c26-437f-82df-ba98aa773943"})
+            return init, tools, recall, bad, after_error, opened, (missing, earth, prefixed)
 
 
 def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
-    init, tools, recall, bad, after_error, opened, missing = anyio.run(_session_calls)
+    init, tools, recall, bad, after_error, opened, (missing, earth, prefixed) = anyio.run(_session_calls)
     assert init.server_info.name == "funes"
     assert "quoted history" in (init.instructions or "")
     by_name = {tool.name: tool for tool in tools.tools}
@@ -51,6 +55,9 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert not after_error.is_error and "chunks" in _text(after_error)
     assert not opened.is_error and "(requested)" in _text(opened)
     assert missing.is_error and "turn nope not found in session" in _text(missing)
+    headers = [line for line in _text(earth).splitlines() if line.startswith("[")]
+    assert headers and all("/claude_s " in line for line in headers)
+    assert not prefixed.is_error and "turn=d753fba5-0c26-437f-82df-ba98aa773943  (requested)" in _text(prefixed)
 
 
 def test_a_server_bound_to_a_missing_memory_answers_with_an_error(isolated_env, tmp_path):

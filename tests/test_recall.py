@@ -192,13 +192,19 @@ def test_batch_answers_every_query_from_one_process(memory_home, tmp_path):
     queries.write_text("\n".join(json.dumps(q) for q in [
         {"qid": "a", "query": "flaky test", "k": 2},
         {"qid": "b", "query": "digital twin of Earth"},
-    ]) + "\nnot json\n")
+    ]) + "\nnot json\n" + "\n".join(json.dumps(q) for q in [
+        {"qid": "c", "query": "x" * 9_000},
+        {"qid": "d", "query": "flaky test", "k": 1e30},
+    ]) + "\n")
     result = funes("recall", "--batch", str(queries), "-k", "3")
-    assert result.returncode == 2  # the bad line is reported, the others answered
+    assert result.returncode == 2  # the bad lines are reported, the others answered
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["qid"] for line in lines] == ["a", "b"]
     assert len(lines[0]["hits"]) == 2 and len(lines[1]["hits"]) == 3
-    assert f"{queries}:3: " in result.stderr
+    assert result.stderr.splitlines() == [
+        f"funes: {queries}:3: Expecting value: line 1 column 1 (char 0)",
+        f"funes: {queries}:4: the query is 9,000 characters long; the limit is 8,000: say what to recall in fewer words",
+        f"funes: {queries}:5: k must be an integer from 1 to 1,000, got 1e+30"]
 
 
 def test_half_life_turns_recency_into_a_factor(recaller):
