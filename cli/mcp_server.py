@@ -75,7 +75,7 @@ HALF_LIFE = Annotated[float | None, _argument(lambda value: value if value is No
                                               else positive_number("half_life", value, "days"))]
 
 
-def _one_line(tool: str, error: Any) -> str:
+def _argument_errors(tool: str, error: Any) -> str:
     """A pydantic ValidationError of a tool's arguments as one line."""
     parts = []
     for item in error.errors():
@@ -131,7 +131,7 @@ def _server_class() -> type:
             except ToolError as exc:
                 if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                     raise
-                raise ToolError(_one_line(name, exc.__cause__)) from exc.__cause__
+                raise ToolError(_argument_errors(name, exc.__cause__)) from exc.__cause__
 
         async def run_stdio_async(self) -> None:
             from mcp.server.stdio import stdio_server
@@ -178,7 +178,7 @@ async def answering_unparseable(read_stream: Any, write_stream: Any):
 
 def rpc_error(error: Exception) -> Any:
     """The JSON-RPC error response to a line the transport could not parse."""
-    import mcp_types as types
+    import mcp.types as types
     from pydantic import ValidationError
 
     details = error.errors() if isinstance(error, ValidationError) else []

@@ -37,10 +37,10 @@ def recall_command(
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.retrieval.access import open_memory
+    from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
-    from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
     from funes.retrieval.search import Recaller
 
     if batch is None and query is None:
