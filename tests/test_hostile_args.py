@@ -104,13 +104,15 @@ def assert_answered(code: int, err: str, args) -> None:
 
 @pytest.fixture
 def world(memory_home, tmp_path, monkeypatch):
-    """The fixture memory, an empty folder and a transcript to name, and a working
-    folder of the test's own (relative --memory values land there)."""
+    """The fixture memory, an empty folder and a transcript to name, a working folder
+    of the test's own (relative --memory values land there), and no agent CLI on PATH."""
     (tmp_path / "empty").mkdir()
     shutil.copyfile(Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl", tmp_path / "t.jsonl")
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
+    # `funes ask claude …` must find no agent CLI to run, whatever this machine has.
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
     return {"{empty}": str(tmp_path / "empty"), "{transcript}": str(tmp_path / "t.jsonl")}
 
 
