@@ -18,9 +18,10 @@ def curate_command(
     exclude: list[str] = typer.Option(None, "--exclude", help="Keep this session local; repeatable."),
     as_json: bool = typer.Option(False, "--json", help="The sessions and their decisions as JSON."),
 ) -> None:
-    """Make MEMORY the project memory of PROJECT: a push there ships only the sessions of
-    that repository marked include. With no flags, review the undecided sessions on a
-    terminal, or list them."""
+    """Make MEMORY the project memory of PROJECT, shipping only the sessions marked include.
+
+    A push there ships only the sessions of that repository marked include. With no
+    flags, review the undecided sessions on a terminal, or list them."""
     from funes.errors import UsageError
     from funes.hub.curation import Curation, ProjectSessions
     from funes.hub.repo import parse_remote

@@ -11,7 +11,7 @@ from funes.errors import UsageError
 
 @app.command("forget")
 def forget_command(
-    session: list[str] = typer.Option(None, "--session", help="A session id (repeatable)."),
+    session: list[str] = typer.Option(None, "--session", help="A session: its id or a unique prefix (8+ characters); repeatable."),
     workdir: str = typer.Option(None, "--workdir", help="Every session of this project directory (prefix)."),
     repo: str = typer.Option(None, "--repo", help="Every session of this owner/name repository."),
     harness: str = typer.Option(None, "--harness", help="Only this agent's sessions (with another filter)."),
@@ -23,19 +23,25 @@ def forget_command(
     from funes.embedding import IDENTITY
     from funes.forgetting import forget, sessions_matching
     from funes.memory.location import location_for
-    from funes.memory.store import MemoryWriter
+    from funes.memory.store import Memory, MemoryWriter
     from funes.retrieval.filters import Filters
 
-    where_parts = []
-    if session:
-        where_parts.append("session_id IN ({})".format(", ".join("'" + s.replace("'", "''") + "'" for s in session)))
     filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, until=until)
-    if filters.where():
-        where_parts.append(filters.where())
+    for given in session or ():
+        if not given.strip():
+            raise UsageError(f"--session {given!r}: give a session id, or leave --session out")
     if not session and not (workdir or repo or until):
         raise UsageError("say what to forget: --session ID, --workdir PATH, --repo OWNER/NAME or --before DATE")
-    where = " AND ".join(f"({part})" for part in where_parts)
-    with MemoryWriter.open(location_for(memory), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+    location = location_for(memory)
+    Memory.open(location)  # there is nothing to forget in a memory that is not there
+    with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        where_parts = []
+        if session:
+            ids = [writer.resolve_session(given) for given in session]
+            where_parts.append("session_id IN ({})".format(", ".join("'" + s.replace("'", "''") + "'" for s in ids)))
+        if filters.where():
+            where_parts.append(filters.where())
+        where = " AND ".join(f"({part})" for part in where_parts)
         _, keys = sessions_matching(writer, where)
         if not keys:
             note("nothing matches: the memory is unchanged")

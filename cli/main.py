@@ -6,6 +6,7 @@ the code documented in docs/contract.md; only bugs keep a traceback.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
@@ -14,7 +15,7 @@ import typer
 # base class; its exceptions are not the installed click's.
 from typer._click.exceptions import ClickException
 
-from funes.errors import FunesError
+from funes.errors import FunesError, UsageError, shown
 
 app = typer.Typer(
     name="funes",
@@ -38,6 +39,86 @@ def _register() -> None:
     for module in pkgutil.iter_modules(funes.cli.__path__):
         if module.name.endswith("_cmd"):
             importlib.import_module(f"funes.cli.{module.name}")
+    for info in app.registered_commands:
+        if info.callback is None or getattr(info.callback, "__wrapped__", None):
+            continue
+        if info.help is None and info.callback.__doc__:
+            info.help = unwrapped(info.callback.__doc__)
+        info.callback = _text_checked(info.callback)
+
+
+def _text_checked(callback):
+    """``callback`` refusing text arguments that are not UTF-8.
+
+    Python decodes argv with surrogateescape, so bytes that are not UTF-8 reach a
+    command as lone surrogates, which the tokenizers and Lance's SQL reject with a
+    traceback.  A ``Path`` argument may be any bytes (it goes back to the file system
+    as it came); every ``str`` one is text."""
+    import functools
+    import typing
+
+    hints = typing.get_type_hints(callback)
+    names = {name: _display_name(name, parameter.default)
+             for name, parameter in inspect.signature(callback).parameters.items()
+             if hints.get(name) in (str, list[str])}
+
+    @functools.wraps(callback)
+    def checked(**kwargs):
+        for name, display in names.items():
+            value = kwargs.get(name)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str) and not text.isascii():
+                    try:
+                        text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raw = text.encode("utf-8", "surrogateescape" if _from_argv(text) else "surrogatepass")
+                        raise UsageError(f"{display} is not UTF-8 text: {shown(raw)}") from None
+        return callback(**kwargs)
+
+    return checked
+
+
+def _from_argv(text: str) -> bool:
+    """Whether every surrogate in ``text`` is one surrogateescape makes of a byte."""
+    return all(not 0xD800 <= ord(ch) <= 0xDFFF or 0xDC80 <= ord(ch) <= 0xDCFF for ch in text)
+
+
+def _display_name(name: str, default: object) -> str:
+    """``--session`` for an option, ``QUERY`` for an argument."""
+    declarations = [d for d in getattr(default, "param_decls", ()) or () if d.startswith("--")]
+    return declarations[0] if declarations else name.upper()
+
+
+def unwrapped(docstring: str) -> str:
+    """A docstring as help text: its paragraphs, each on one line.  Typer would keep the
+    source's hard wraps, so the command list broke summaries mid-sentence; the terminal
+    wraps them instead."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(docstring).split("\n\n"))
+
+
+def one_line(message: str) -> str:
+    """``message`` with every unprintable character (a line break in a path or an id
+    it quotes, an escape code) written as its escape, so the error stays one line."""
+    if message.isprintable():
+        return message
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for ch in message)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import funes
+
+        print(f"funes {funes.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Verbatim recall over your coding agents' transcripts."""
 
 
 def run(argv: list[str] | None = None) -> None:
@@ -54,10 +135,10 @@ def run(argv: list[str] | None = None) -> None:
         print("funes: aborted", file=sys.stderr)
         raise SystemExit(130) from None
     except ClickException as exc:  # wrong flag, missing argument, bad value
-        print(f"funes: {exc.format_message()}", file=sys.stderr)
+        print(f"funes: {one_line(exc.format_message())}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
     except FunesError as exc:
-        print(f"funes: {exc}", file=sys.stderr)
+        print(f"funes: {one_line(str(exc))}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
         print("funes: interrupted", file=sys.stderr)

@@ -8,6 +8,7 @@ import typer
 
 from funes.cli.common import note
 from funes.cli.main import app
+from funes.errors import UsageError, shown
 
 
 @app.command("maintain")
@@ -18,10 +19,18 @@ def maintain_command(
     """Compact fragments, build the scalar and vector indexes, drop old versions, merge BM25 segments."""
     from funes.embedding import IDENTITY
     from funes.memory.location import location_for
-    from funes.memory.store import MemoryWriter
+    from funes.memory.store import Memory, MemoryWriter
 
-    with MemoryWriter.open(location_for(memory), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
-        summary = writer.maintain(keep_versions_for=timedelta(minutes=keep_versions))
+    try:
+        keep = timedelta(minutes=keep_versions)
+    except (OverflowError, ValueError):  # NaN, or beyond what a date can hold
+        keep = timedelta(-1)
+    if keep < timedelta(0):
+        raise UsageError(f"--keep-versions must be a number of minutes, 0 or more, got {shown(keep_versions)}")
+    location = location_for(memory)
+    Memory.open(location)  # maintaining a memory that is not there is a mistake, not a new memory
+    with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        summary = writer.maintain(keep_versions_for=keep)
     note(f"maintained {summary['rows']} chunks in {summary['seconds']} s: "
          f"{summary['embedded']} with vectors, vector index {'built' if summary['vector_index_built'] else 'unchanged'}, "
          f"{summary['lexical_segments']} BM25 segment(s)")

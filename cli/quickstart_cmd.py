@@ -14,6 +14,7 @@ import typer
 
 from funes.cli.common import note
 from funes.cli.main import app
+from funes.errors import bounded_int
 
 DEFAULT_QUESTION = "why did the container build fail"
 
@@ -28,10 +29,13 @@ def quickstart_command(
     from funes.config import funes_home
     from funes.memory.location import local_memory, location_for
     from funes.retrieval.format import format_recall
+    from funes.retrieval.bounds import MAX_K, checked_query
     from funes.retrieval.search import Recaller
     from funes.memory.store import Memory
     from funes.traces import discover
 
+    question = checked_query(question)  # before minutes of indexing, not after
+    bounded_int("-k", k, 1, MAX_K)
     errors: list[str] = []
     units = discover(errors=errors)
     if units:

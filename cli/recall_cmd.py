@@ -10,7 +10,7 @@ import typer
 
 from funes.cli.common import note, print_json, warn_if_damaged
 from funes.cli.main import app
-from funes.errors import FunesError, UsageError
+from funes.errors import FunesError, UsageError, bounded_int, positive_number
 
 
 @app.command("recall")
@@ -25,7 +25,7 @@ def recall_command(
     workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
     repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),
     branch: str = typer.Option(None, "--branch", help="Git branch the session ran on."),
-    session: str = typer.Option(None, "--session", help="One session id."),
+    session: str = typer.Option(None, "--session", help="One session: its id or a unique prefix (8+ characters)."),
     since: str = typer.Option(None, "--since", help="ISO date or span (7d, 2w, 12h)."),
     until: str = typer.Option(None, "--until", help="ISO date or span."),
     memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
@@ -37,6 +37,7 @@ def recall_command(
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.retrieval.access import open_memory
+    from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
@@ -44,10 +45,16 @@ def recall_command(
 
     if batch is None and query is None:
         raise UsageError("missing QUERY (or --batch FILE)")
+    # Everything is checked before the models load.
+    if query is not None and batch is None:
+        query = checked_query(query)
+    bounded_int("-k", k, 1, MAX_K)
+    bounded_int("--candidates", candidates, 1, MAX_CANDIDATES)
+    bounded_int("--neighbors", neighbors, 0, MAX_NEIGHBORS)
+    if half_life is not None:
+        positive_number("--half-life", half_life, "days")
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
                             session=session, since=since, until=until)
-    if k <= 0:
-        raise UsageError(f"-k must be a positive integer, got {k}")
     how = Fusion.named(fusion)
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
@@ -65,6 +72,7 @@ def recall_command(
 
 
 def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:
+    from funes.retrieval.bounds import whole
     from funes.retrieval.format import hits_json
 
     try:
@@ -80,9 +88,9 @@ def _run_batch(recaller, path: Path, default_k: int, options: dict) -> None:
             if not isinstance(request, dict) or not isinstance(request.get("query"), str):
                 raise ValueError("expected an object with a string \"query\"")
             qid = request.get("qid", number)
-            k = int(request.get("k") or default_k)
+            k = default_k if request.get("k") is None else whole(request["k"])
             result = recaller.recall(request["query"], k=k, **options)
-        except (ValueError, TypeError, FunesError) as exc:
+        except (ValueError, TypeError, OverflowError, FunesError) as exc:
             note(f"funes: {path}:{number}: {exc}")
             bad += 1
             continue

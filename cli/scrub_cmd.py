@@ -12,7 +12,9 @@ from funes.cli.main import app
 def scrub_command(
     memory: str = typer.Option(None, "--memory", help="Memory to repair: local (default), a folder or s3://…"),
 ) -> None:
-    """Rebuild every block, redact what can be located, drop what cannot, re-embed the
+    """Redact or drop the secrets a memory still holds, so that it can be published.
+
+    Rebuild every block, redact what can be located, drop what cannot, re-embed the
     replaced chunks, rebuild the indexes and delete older versions. Transcripts and
     published remotes are not touched."""
     from funes.embedding import IDENTITY, load_embedder

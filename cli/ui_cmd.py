@@ -8,7 +8,7 @@ import sys
 import typer
 
 from funes.cli.main import app
-from funes.errors import FunesError
+from funes.errors import FunesError, bounded_int
 
 
 @app.command("ui")
@@ -18,6 +18,7 @@ def ui_command(port: int = typer.Option(3000, "--port", help="Port for the web U
 
     from funes.pipelines.instance import prepare_dagster_home
 
+    bounded_int("--port", port, 1, 65_535)
     if importlib.util.find_spec("dagster_webserver") is None:
         raise FunesError("the Dagster UI needs dagster-webserver: pip install 'funes[ui]'")
     env = {**os.environ, "DAGSTER_HOME": str(prepare_dagster_home())}

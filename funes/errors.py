@@ -85,3 +85,24 @@ def refused_write(error: BaseException) -> str | None:
         return _REFUSED_SQLITE[sqlite_name]
     code = next((c for text, c in _REFUSED_TEXT.items() if text in str(error)), None)
     return _REFUSED_WRITES.get(code) if code is not None else None
+
+def bounded_int(name: str, value: int, low: int, high: int) -> int:
+    """``value`` when it is an integer from ``low`` to ``high``, else a usage error that says the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{name} must be an integer from {low:,} to {high:,}, got {shown(value)}")
+    return value
+
+
+def positive_number(name: str, value: float, unit: str) -> float:
+    """``value`` when it is a finite number above 0 (NaN and infinities are not numbers of days)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{name} must be a positive number of {unit}, got {shown(value)}")
+    return value
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` as an error message quotes it: repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(str(value)):,} characters)"

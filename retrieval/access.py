@@ -7,7 +7,7 @@ when the head is resolved again)."""
 
 from __future__ import annotations
 
-from funes.memory.location import MemoryLocation, location_for
+from funes.memory.location import MemoryLocation, check_spec, location_for
 from funes.memory.store import Memory
 
 
@@ -15,6 +15,7 @@ def resolve(spec: str | None) -> MemoryLocation:
     if spec and (spec.startswith("hf://") or _looks_like_repo_id(spec)):
         from funes.hub.reader import hub_location
 
+        check_spec(spec)
         return hub_location(spec)
     return location_for(spec)
 

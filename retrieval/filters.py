@@ -71,6 +71,11 @@ class Filters:
         until: str | None = None,
         now: datetime | None = None,
     ) -> Filters:
+        given = {"--harness": harness, "--type": block_type, "--workdir": workdir, "--repo": repo,
+                 "--branch": branch, "--session": session, "--since": since, "--until": until}
+        for flag, value in given.items():
+            if value is not None and not value.strip():  # never "no filter": a script's unset variable
+                raise UsageError(f"{flag} {value!r}: give a value, or leave {flag} out")
         canonical = None
         if harness:
             canonical = canonical_harness(harness)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from funes.chunking import reassemble
-from funes.errors import FunesError
+from funes.errors import FunesError, bounded_int
 from funes.memory.store import Memory
+from funes.retrieval.bounds import MAX_WINDOW
 
 ROW_FIELDS = ("seq", "turn_uuid", "role", "ts", "block_idx", "split_idx", "char_start", "block_type",
               "tool_name", "text", "harness", "workdir")
@@ -43,8 +44,10 @@ class Window:
 
 
 def turn_window(memory: Memory, session_id: str, turn_uuid: str, window: int = 3) -> Window:
-    if window < 0:
-        raise FunesError(f"--window must be 0 or more, got {window}")
+    """The turn ``turn_uuid`` of the session ``session_id`` names (an id, or a unique
+    prefix of one) and ``window`` turns either side."""
+    bounded_int("window", window, 0, MAX_WINDOW)
+    session_id = memory.resolve_session(session_id)
     quoted_session = session_id.replace("'", "''")
     quoted_turn = turn_uuid.replace("'", "''")
     found = memory.scan(["seq"], f"session_id = '{quoted_session}' AND turn_uuid = '{quoted_turn}'")
@@ -82,13 +85,16 @@ def block_text(block: BlockView) -> str:
 
 
 def format_window(window: Window) -> str:
-    """The agent format of a window: per turn a header, its blocks, ``---``; then the
-    range read and the session's size."""
+    """The agent format of a window: per turn a header, its blocks quoted line by line
+    (see funes.retrieval.format), ``---``; then the range read and the session's size."""
+    from funes.retrieval.format import SEPARATOR, field, quoted
+
     parts = []
     for turn in window.turns:
         marker = "  (requested)" if turn.turn_uuid == window.target else ""
-        body = "\n\n".join(block_text(block) for block in turn.blocks)
-        parts.append(f"[{turn.ts}] {turn.role} seq{turn.seq} turn={turn.turn_uuid}{marker}\n{body}\n---")
+        body = quoted("\n\n".join(block_text(block) for block in turn.blocks))
+        parts.append(f"[{field(turn.ts)}] {field(turn.role)} seq{turn.seq} turn={field(turn.turn_uuid)}{marker}\n"
+                     f"{body}\n{SEPARATOR}")
     if window.turns:
         parts.append(f"turns {window.turns[0].seq}-{window.turns[-1].seq} of {window.total}")
     return "\n".join(parts)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from funes.errors import UsageError
+from funes.errors import bounded_int, positive_number
 from funes.memory.store import Memory
+from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
@@ -144,18 +145,15 @@ class Recaller:
     def recall(self, query: str, *, k: int = 8, candidates: int = 30, neighbors: int = 1,
                filters: Filters | None = None, half_life: float | None = None) -> RecallResult:
         started = time.perf_counter()
-        query = query.strip()
-        if not query:
-            raise UsageError("the query is empty: say what to recall")
-        if k <= 0:
-            raise UsageError(f"k must be a positive integer, got {k}")
-        if candidates <= 0:
-            raise UsageError(f"--candidates must be a positive integer, got {candidates}")
-        if neighbors < 0:
-            raise UsageError(f"--neighbors must be 0 or more, got {neighbors}")
-        if half_life is not None and half_life <= 0:
-            raise UsageError(f"--half-life must be a positive number of days, got {half_life}")
+        query = checked_query(query)
+        bounded_int("k", k, 1, MAX_K)
+        bounded_int("candidates", candidates, 1, MAX_CANDIDATES)
+        bounded_int("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        if half_life is not None:
+            positive_number("half_life", half_life, "days")
         filters = filters or Filters()
+        if filters.session:  # an id or a unique prefix of one, as hits print it
+            filters = replace(filters, session=self.memory.resolve_session(filters.session))
         where = filters.where()
         pool = max(POOL, candidates, k)
 

@@ -75,14 +75,19 @@ def funes(*args: str) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
-def snapshot(home: Path) -> dict[str, bytes]:
-    """Every file under ``home`` but funes's own state, by relative path."""
-    files = {}
+def snapshot(home: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under ``home`` but funes's own state,
+    by relative path: a folder left behind, even empty, is a difference."""
+    entries: dict[str, bytes | None] = {}
     for path in sorted(home.rglob("*")):
         relative = path.relative_to(home).as_posix()
-        if path.is_file() and not relative.startswith(".funes/"):
-            files[relative] = path.read_bytes()
-    return files
+        if relative == ".funes" or relative.startswith(".funes/"):
+            continue
+        if path.is_file():
+            entries[relative] = path.read_bytes()
+        elif path.is_dir():
+            entries[relative] = None
+    return entries
 
 
 def write(path: Path, text: str) -> Path:
@@ -105,7 +110,8 @@ def assert_round_trip(home: Path, agent: str, *, memory: str | None = None) -> R
     assert snapshot(home) == added
     removed = funes("remove", agent)
     assert removed.code == 0, removed.err
-    assert snapshot(home) == before
+    after = snapshot(home)
+    assert after == before, {path for path in set(after) | set(before) if after.get(path, 0) != before.get(path, 0)}
     assert not (home / ".funes" / "integrations").exists()
     assert "nothing to remove" in funes("remove", agent).out
     return first

@@ -24,6 +24,7 @@ import string
 import zlib
 from dataclasses import dataclass
 from functools import cache
+from urllib.parse import quote
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -41,6 +42,7 @@ PASSWORD_ALPHABET = ALNUM + "!#%+-.@^_~"
 
 # Provider markers kept as fragments so no line of this file looks like a token.
 OPENAI_MARKER = base64.b64encode(b"OpenAI").decode()
+MONGODB_SRV = "mongodb" + "+srv"
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,11 @@ def generate_secrets(seed: int = 0) -> list[FakeSecret]:
     json_db_password, json_yaml_password = password(rng), password(rng)
     # An `@` in a URL's password would have to be percent-encoded.
     url_password, json_url_password = password(rng).replace("@", "_"), password(rng).replace("@", "_")
+    # Connection URLs of every common scheme on realistic hosts, with the password
+    # percent-encoded as drivers require, and one pasted raw (`#`, `@`, `%` and all).
+    mysql_password, mongodb_password, redis_password, amqp_password, basic_auth_password, sqlalchemy_password = (
+        quote(password(rng), safe="") for _ in range(6))
+    raw_url_password = password(rng)
     rsa_pem, openssh = rsa_private_key_pem(), openssh_private_key()
     secrets = [
         FakeSecret(
@@ -217,6 +224,20 @@ def generate_secrets(seed: int = 0) -> list[FakeSecret]:
             url_password,
             f"DATABASE_URL=postgresql://app:{url_password}@db.internal:5432/orders?sslmode=require",
         ),
+        FakeSecret("mysql_url", mysql_password,
+                   f"mysql -e 'select 1' mysql://shop:{mysql_password}@mysql-3.prod.acme-corp.io:3306/shop"),
+        FakeSecret("mongodb_srv_url", mongodb_password,
+                   f'MONGO_URI="{MONGODB_SRV}://app:{mongodb_password}@cluster0.x7k2p.mongodb.net/orders'
+                   '?retryWrites=true&w=majority"'),
+        FakeSecret("redis_url", redis_password, f"celery.conf.broker_url = 'rediss://default:{redis_password}"
+                   "@cache-7.eu-west-1.acme-corp.io:6380/0'"),
+        FakeSecret("amqp_url", amqp_password, f"connecting to amqps://worker:{amqp_password}@rabbit.svc.acme-corp.io:5671/jobs ..."),
+        FakeSecret("https_basic_auth_url", basic_auth_password,
+                   f"pip install --index-url https://ci:{basic_auth_password}@pypi.acme-corp.io/simple/ acme-tools"),
+        FakeSecret("sqlalchemy_url", sqlalchemy_password,
+                   f'engine = create_engine("postgresql+psycopg2://api:{sqlalchemy_password}@10.20.3.7:5432/api")'),
+        FakeSecret("raw_password_url", raw_url_password,
+                   f"the DSN is sftp://deploy:{raw_url_password}@files.acme-corp.io/uploads (password not encoded)"),
         FakeSecret("slack_bot_token", slack, f'slack = WebClient(token="{slack}")'),
         FakeSecret("stripe_live_key", stripe, f"stripe.api_key = '{stripe}'"),
         FakeSecret("gcp_api_key", gcp, f"https://maps.googleapis.com/maps/api/geocode/json?address=x&key={gcp}"),
@@ -265,6 +286,13 @@ KINDS = (
     "env_password",
     "yaml_password",
     "postgres_url",
+    "mysql_url",
+    "mongodb_srv_url",
+    "redis_url",
+    "amqp_url",
+    "https_basic_auth_url",
+    "sqlalchemy_url",
+    "raw_password_url",
     "slack_bot_token",
     "stripe_live_key",
     "gcp_api_key",

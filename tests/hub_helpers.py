@@ -134,24 +134,37 @@ def remote_ids(hub_server, repo_id: str) -> set[str]:
 
 
 def everything_published(hub_server, repo_id: str) -> str:
-    """Every blob the repo ever received, as text: Lance data files decoded (their
-    strings are compressed on disk), other files as they are."""
-    import lance.file
-
+    """Every blob the repo ever received, as text (see :func:`readable_text`)."""
     git_dir = hub_server.git_dir(repo_id, "dataset")
     listing = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-all-objects", "--batch-check"],
                              capture_output=True, text=True, check=True).stdout
+    blobs = []
+    for line in listing.splitlines():
+        oid, kind, _ = line.split()
+        if kind == "blob":
+            blobs.append(subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", oid],
+                                        capture_output=True, check=True).stdout)
+    return readable_text(blobs)
+
+
+def everything_stored(folder: Path) -> str:
+    """Every file under ``folder`` (a memory: table versions, data files, BM25 segments,
+    coverage), as text (see :func:`readable_text`)."""
+    return readable_text(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
+
+
+def readable_text(blobs: Iterable[bytes]) -> str:
+    """Files as text: each one's raw bytes, and for a Lance data file also the values of
+    every column it holds, decoded (its strings are compressed on disk, so the raw
+    bytes alone would hide a secret as well as they hide everything else)."""
+    import lance.file
+
     parts = []
     with tempfile.TemporaryDirectory() as folder:
-        for line in listing.splitlines():
-            oid, kind, _ = line.split()
-            if kind != "blob":
-                continue
-            data = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", oid], capture_output=True,
-                                  check=True).stdout
+        for number, data in enumerate(blobs):
             parts.append(data.decode("utf-8", "replace"))
             if data.endswith(b"LANC"):
-                path = Path(folder) / f"{oid}.lance"
+                path = Path(folder) / f"{number}.lance"
                 path.write_bytes(data)
                 try:
                     table = lance.file.LanceFileReader(str(path)).read_all().to_table()
@@ -185,11 +198,15 @@ def unredacted_indexing() -> Iterator[None]:
 
 
 def assert_no_secret_published(hub_server, repo_id: str, secrets: Sequence) -> None:
-    published = everything_published(hub_server, repo_id)
-    assert "clean note about the build pipeline" in published  # the files were read
+    assert_no_secret_in(everything_published(hub_server, repo_id), secrets)
+
+
+def assert_no_secret_in(text: str, secrets: Sequence) -> None:
+    """No secret in ``text`` (from :func:`readable_text`) in any spelling a transcript may hold."""
+    assert "clean note about the build pipeline" in text  # the files were read
     for secret in secrets:
         for value in secret.values:
-            assert not any(form in published for form in secret_forms(value)), secret.kind
+            assert not any(form in text for form in secret_forms(value)), secret.kind
 
 
 def secret_forms(value: str) -> set[str]:

@@ -99,6 +99,14 @@ def test_add_twice_changes_nothing_and_remove_restores_every_byte(claude_home):
     assert_round_trip(claude_home, "claude")
 
 
+def test_remove_takes_away_the_folders_add_created(isolated_env):
+    """Only ~/.claude.json: add creates ~/.claude, its settings and its skills folder;
+    remove leaves the home folder as it found it, no empty folder behind."""
+    write(isolated_env / ".claude.json", USER_STATE)
+    assert_round_trip(isolated_env, "claude")
+    assert not (isolated_env / ".claude").exists()
+
+
 def test_a_hub_memory_adds_publish_hooks_and_a_local_add_drops_them(claude_home):
     assert_round_trip(claude_home, "claude", memory="acme/kb")
     assert funes("add", "claude", "acme/kb", "--yes").code == 0

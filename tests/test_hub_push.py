@@ -2,7 +2,9 @@
 the dataset card, receipts, the wrong-memory guard, concurrent pushes and the egress gate."""
 
 import json
+import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,12 +12,14 @@ from huggingface_hub import CommitOperationAdd, HfApi
 
 from fake_secrets import generate_secrets
 from hub_helpers import (
+    assert_no_secret_in,
     assert_no_secret_published,
     changed_files,
     chunk,
     commits,
     env_with,
     everything_published,
+    everything_stored,
     funes,
     index_into_local_memory,
     local_ids,
@@ -267,12 +271,25 @@ def test_status_says_what_this_host_has_not_pushed(memory_home, hub_server, repo
 SECRETS = generate_secrets(seed=11)
 
 
-def test_secrets_in_a_transcript_never_reach_the_hub(hub_server, repo_id, tmp_path):
+def test_secrets_in_a_transcript_are_in_no_byte_of_the_memory_or_the_hub(hub_server, repo_id, tmp_path):
+    from funes.memory.lexical import tokenize
+
     index_into_local_memory([secret_transcript(tmp_path / "t" / "secrets.jsonl", SECRETS, clean_turns=2)])
     result = funes("push", repo_id, "--yes")
     assert result.returncode == 0, result.stderr
+    # Every file of the memory (table versions and data files, BM25 segments, coverage)
+    # and every blob the Hub repo ever received, raw and with Lance columns decoded.
+    memory = Path(os.environ["FUNES_HOME"]) / "memory"
+    stored = everything_stored(memory)
+    assert_no_secret_in(stored, SECRETS)
     assert_no_secret_published(hub_server, repo_id, SECRETS)
-    assert "[REDACTED:" in everything_published(hub_server, repo_id)
+    assert "[REDACTED:" in stored and "[REDACTED:" in everything_published(hub_server, repo_id)
+    # BM25 stores words, lower-cased and stemmed: no long word of a secret is in any vocabulary.
+    vocabulary = {word for path in (memory / "bm25").rglob("vocab.json") for word in json.loads(path.read_text())}
+    assert set(tokenize(["a clean note about the build pipeline"])[0]) <= vocabulary
+    for secret in SECRETS:
+        words = {word for value in secret.values for word in tokenize([value])[0] if len(word) >= 10}
+        assert not words & vocabulary, secret.kind
 
 
 def test_the_gate_holds_back_every_block_with_a_secret_and_publishes_the_rest(hub_server, repo_id, tmp_path, capsys):

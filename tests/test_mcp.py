@@ -1,6 +1,7 @@
 """`funes mcp` over stdio, driven by the official MCP client."""
 
 import os
+import subprocess
 import sys
 
 import anyio
@@ -28,11 +29,15 @@ async def _session_calls(memory=None):
             session_id, turn = first[1].split("→ get ")[1].split()[:2]
             opened = await session.call_tool("get", {"session_id": session_id, "turn_uuid": turn, "window": 1})
             missing = await session.call_tool("get", {"session_id": session_id, "turn_uuid": "nope"})
-            return init, tools, recall, bad, after_error, opened, missing
+            # The 8 characters of a session every hit prints name it here too.
+            earth = await session.call_tool("recall", {"query": "digital twin of Earth", "session": "claude_s"})
+            prefixed = await session.call_tool("get", {"session_id": "claude_s", "window": 0,
+                                                       "turn_uuid": "d753fba5-0c26-437f-82df-ba98aa773943"})
+            return init, tools, recall, bad, after_error, opened, (missing, earth, prefixed)
 
 
 def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
-    init, tools, recall, bad, after_error, opened, missing = anyio.run(_session_calls)
+    init, tools, recall, bad, after_error, opened, (missing, earth, prefixed) = anyio.run(_session_calls)
     assert init.server_info.name == "funes"
     assert "quoted history" in (init.instructions or "")
     by_name = {tool.name: tool for tool in tools.tools}
@@ -50,6 +55,9 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert not after_error.is_error and "chunks" in _text(after_error)
     assert not opened.is_error and "(requested)" in _text(opened)
     assert missing.is_error and "turn nope not found in session" in _text(missing)
+    headers = [line for line in _text(earth).splitlines() if line.startswith("[")]
+    assert headers and all("/claude_s " in line for line in headers)
+    assert not prefixed.is_error and "turn=d753fba5-0c26-437f-82df-ba98aa773943  (requested)" in _text(prefixed)
 
 
 def test_a_server_bound_to_a_missing_memory_answers_with_an_error(isolated_env, tmp_path):
@@ -65,7 +73,6 @@ def test_a_server_bound_to_a_missing_memory_answers_with_an_error(isolated_env, 
 
 def test_a_running_server_sees_turns_indexed_after_it_started(memory_home):
     import json
-    import subprocess
 
     transcript = next((memory_home / ".claude" / "projects").rglob("claude_session.jsonl"))
 
@@ -89,3 +96,80 @@ def test_a_running_server_sees_turns_indexed_after_it_started(memory_home):
     before, after = anyio.run(calls)
     assert "gravitational lensing shader near the moon" not in _text(before)
     assert "gravitational lensing shader near the moon" in _text(after).splitlines()[2]
+
+
+# --------------------------------------------------------------------------- bytes a client may send
+
+
+def _raw_server():
+    return subprocess.Popen([sys.executable, "-m", "funes.cli", "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
+
+
+def _answer(server, line: bytes, timeout: float = 60) -> dict:
+    """Write one line to the server, read one line back (failing after ``timeout``)."""
+    import json
+    import select
+
+    server.stdin.write(line + b"\n")
+    server.stdin.flush()
+    ready, _, _ = select.select([server.stdout], [], [], timeout)
+    assert ready, f"no answer within {timeout} s to {line[:80]!r}"
+    return json.loads(server.stdout.readline())
+
+
+def test_every_line_gets_a_json_rpc_answer_and_the_server_keeps_serving(memory_home):
+    import json
+
+    server = _raw_server()
+    try:
+        init = _answer(server, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+        assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "funes"
+        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        cases = [
+            (b"{not json", -32700, None),
+            (b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"note":"\\ud800"}}', -32700, None),  # lone surrogate
+            (b'{"jsonrpc":"2.0","id":3,"method":"tools/list"', -32700, None),  # cut short
+            (b'[{"jsonrpc":"2.0","id":4,"method":"ping"}]', -32600, None),  # a batch
+            (b"[]", -32600, None),
+            (b'"just a string"', -32600, None),
+            (b'{"jsonrpc":"2.0","id":5,"method":7}', -32600, 5),  # the id is readable, so it is echoed
+        ]
+        for line, code, request_id in cases:
+            reply = _answer(server, line)
+            assert reply["jsonrpc"] == "2.0" and reply["error"]["code"] == code, (line, reply)
+            assert reply["id"] == request_id and reply["error"]["message"], (line, reply)
+            assert _answer(server, b'{"jsonrpc":"2.0","id":99,"method":"ping"}') == {"jsonrpc": "2.0", "id": 99,
+                                                                                    "result": {}}
+        # Bytes that are not UTF-8 inside a string arrive replaced (U+FFFD), not refused.
+        listed = _answer(server, b'{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}')
+        assert listed["id"] == 6 and {tool["name"] for tool in listed["result"]["tools"]} == {"recall", "get", "status"}
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+
+
+def test_oversized_or_out_of_range_arguments_are_refused_with_the_reason(memory_home):
+    async def calls():
+        async with stdio_client(_server()) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                huge = await session.call_tool("recall", {"query": "why" * 3_333_333 + "?"})  # 10 MB
+                answers = [await session.call_tool("recall", {"query": "flaky test", **bad})
+                           for bad in ({"k": 1e30}, {"k": 0}, {"k": "many"}, {"neighbors": -1},
+                                       {"half_life": -3}, {"candidates": 10**9})]
+                window = await session.call_tool("get", {"session_id": "s_main", "turn_uuid": "3", "window": 10**12})
+                fine = await session.call_tool("recall", {"query": "flaky test", "k": 2.0, "harness": ""})
+                return huge, answers, window, fine
+
+    huge, answers, window, fine = anyio.run(calls)
+    assert huge.is_error and "the query is 10,000,000 characters long; the limit is 8,000" in _text(huge)
+    expected = ["k must be an integer from 1 to 1,000, got 1e+30", "k must be an integer from 1 to 1,000, got 0",
+                "k must be an integer from 1 to 1,000, got 'many'", "neighbors must be an integer from 0 to 50, got -1",
+                "half_life must be a positive number of days, got -3",
+                "candidates must be an integer from 1 to 1,000, got 1000000000"]
+    for answer, message in zip(answers, expected, strict=True):
+        assert answer.is_error and _text(answer) == f"Error executing tool recall: {message}"
+    assert window.is_error and "window must be an integer from 0 to 1,000" in _text(window)
+    assert not fine.is_error and _text(fine).count("\n---") == 2  # 2.0 is 2; "" is no filter for an agent

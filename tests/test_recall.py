@@ -107,8 +107,10 @@ def test_get_reassembles_a_split_block_byte_for_byte(memory_home):
     assert result.returncode == 0, result.stderr
     header, _, rest = result.stdout.partition("\n")
     assert header.endswith(f"turn={turn_uuid}  (requested)")
-    body = rest.rsplit("\n---\n", 1)[0]
-    assert original in body  # the whole block, every split joined exactly once
+    body = "\n".join(line[2:] for line in rest.rsplit("\n---\n", 1)[0].split("\n"))  # unquoted
+    # The whole block, every split joined exactly once (the agent format breaks lines where
+    # str.splitlines does: this tool output holds carriage returns).
+    assert "\n".join(original.splitlines()) in body
     assert result.stdout.rstrip().splitlines()[-1].startswith("turns ")
 
 
@@ -124,7 +126,12 @@ def test_get_window_and_missing_turn(memory_home):
 
 @pytest.mark.parametrize("args, code, message", [
     (["recall", "   "], 2, "the query is empty"),
-    (["recall", "x", "-k", "0"], 2, "-k must be a positive integer"),
+    (["recall", "x", "-k", "0"], 2, "-k must be an integer from 1 to 1,000, got 0"),
+    (["recall", "x", "--neighbors", "51"], 2, "--neighbors must be an integer from 0 to 50, got 51"),
+    (["recall", "x", "--half-life", "inf"], 2, "--half-life must be a positive number of days, got inf"),
+    (["recall", "x" * 8_001], 2, "the query is 8,001 characters long; the limit is 8,000"),
+    (["recall", "x", "--harness", ""], 2, "--harness '': give a value, or leave --harness out"),
+    (["get", "s_main", "3", "--window", "1001"], 2, "--window must be an integer from 0 to 1,000, got 1001"),
     (["recall", "x", "--type", "prose"], 2, "--type 'prose'"),
     (["recall", "x", "--harness", "emacs"], 2, "--harness 'emacs'"),
     (["recall", "x", "--since", "last tuesday"], 2, "--since 'last tuesday'"),
@@ -136,6 +143,33 @@ def test_bad_input_is_a_one_line_error(memory_home, args, code, message):
     assert result.returncode == code, result.stderr
     assert result.stderr.startswith("funes: ") and message in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_a_session_is_named_by_its_id_or_a_unique_prefix(memory_home, tmp_path):
+    """Every hit prints the first 8 characters of its session: --session, get and
+    forget take them (or more) wherever a session id goes."""
+    from hub_helpers import index_into_local_memory, write_claude_session
+
+    hits = recall_json("photo-realistic digital twin of Earth", "--session", "claude_s", "-k", "3")
+    assert hits and {hit["session_id"] for hit in hits} == {"claude_session"}
+    opened = funes("get", "claude_s", hits[0]["turn_uuid"], "--window", "0")
+    assert opened.returncode == 0 and f"turn={hits[0]['turn_uuid']}  (requested)" in opened.stdout
+    assert funes("get", "claude_session", hits[0]["turn_uuid"], "--window", "0").stdout == opened.stdout
+
+    twins = ["5e55a0a0-0000-4000-8000-000000000001", "5e55a0a0-0000-4000-8000-000000000002"]
+    index_into_local_memory([write_claude_session(tmp_path / f"{twin}.jsonl", twin, ["the rocket thrust curve"])
+                             for twin in twins])
+    message = ("funes: session '5e55a0a0' is ambiguous: 2 sessions start with it "
+               f"({twins[0]}, {twins[1]}); give more of the id\n")
+    for args in (["recall", "rocket thrust", "--session", "5e55a0a0"],
+                 ["get", "5e55a0a0", "5e55a0a0-0000-4000-8000-000000000000"],
+                 ["forget", "--session", "5e55a0a0", "--yes"]):
+        result = funes(*args)
+        assert (result.returncode, result.stderr) == (2, message), args
+    only = recall_json("rocket thrust", "--session", twins[1][:-1] + "2")
+    assert {hit["session_id"] for hit in only} == {twins[1]}
+    # Under 8 characters only a whole id counts: a prefix that short names no session.
+    assert funes("recall", "photo-realistic", "--session", "claude").stdout == "no results\n"
 
 
 def test_an_empty_or_missing_memory_says_how_to_fix_it(isolated_env):
@@ -158,13 +192,19 @@ def test_batch_answers_every_query_from_one_process(memory_home, tmp_path):
     queries.write_text("\n".join(json.dumps(q) for q in [
         {"qid": "a", "query": "flaky test", "k": 2},
         {"qid": "b", "query": "digital twin of Earth"},
-    ]) + "\nnot json\n")
+    ]) + "\nnot json\n" + "\n".join(json.dumps(q) for q in [
+        {"qid": "c", "query": "x" * 9_000},
+        {"qid": "d", "query": "flaky test", "k": 1e30},
+    ]) + "\n")
     result = funes("recall", "--batch", str(queries), "-k", "3")
-    assert result.returncode == 2  # the bad line is reported, the others answered
+    assert result.returncode == 2  # the bad lines are reported, the others answered
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["qid"] for line in lines] == ["a", "b"]
     assert len(lines[0]["hits"]) == 2 and len(lines[1]["hits"]) == 3
-    assert f"{queries}:3: " in result.stderr
+    assert result.stderr.splitlines() == [
+        f"funes: {queries}:3: Expecting value: line 1 column 1 (char 0)",
+        f"funes: {queries}:4: the query is 9,000 characters long; the limit is 8,000: say what to recall in fewer words",
+        f"funes: {queries}:5: k must be an integer from 1 to 1,000, got 1e+30"]
 
 
 def test_half_life_turns_recency_into_a_factor(recaller):

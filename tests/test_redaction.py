@@ -130,8 +130,8 @@ def test_rule_edges():
 
 
 # A password alone is just a word: the variable name, key or URL around it is the evidence.
-NEEDS_CONTEXT = {"env_password", "yaml_password", "postgres_url", "env_password_json", "yaml_password_json",
-                 "postgres_url_json"}
+NEEDS_CONTEXT = {"env_password", "yaml_password", "env_password_json", "yaml_password_json", "postgres_url_json",
+                 *(kind for kind in KINDS if kind.endswith("_url"))}
 
 
 def test_bare_values_are_redacted(secrets):

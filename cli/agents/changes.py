@@ -4,6 +4,12 @@
 malformed user config stops them before anything is written.  Then each file
 whose bytes change is replaced atomically (temporary file + rename: the agent
 may be running and reading it), keeping its permissions.
+
+Folders that writing a file had to create (an agent's skills folder, a config
+folder the agent never made) are recorded in ``$FUNES_HOME/integrations/
+created-folders.json``; deleting funes's last file in one removes it again, so
+`funes remove` leaves no empty folder that `funes add` made.  A folder that holds
+anything else by then is the user's and stays.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from funes.config import funes_home
 from funes.errors import FunesError
 
 
@@ -96,6 +103,8 @@ def owned_file(path: Path, content: str | None, what: str, *, owned_from: Path) 
 
 
 def apply(changes: list[FileChange]) -> None:
+    created = _created_folders()
+    recorded = set(created)
     for change in changes:
         if not change.changed:
             continue
@@ -103,8 +112,60 @@ def apply(changes: list[FileChange]) -> None:
             change.path.unlink(missing_ok=True)
             if change.prune_up_to is not None:
                 _remove_empty_folders(change.path.parent, change.prune_up_to)
+            _remove_created_folders(change.path.parent, created)
         else:
+            created |= _missing_folders(change.path.parent)
             write_atomically(change.path, change.after, change.mode)
+    if created != recorded:
+        _record_created_folders(created)
+
+
+def _created_folders_file() -> Path:
+    return funes_home() / "integrations" / "created-folders.json"
+
+
+def _created_folders() -> set[str]:
+    import json
+
+    try:
+        return set(json.loads(_created_folders_file().read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):  # none yet, or unreadable: forget nothing the user owns
+        return set()
+
+
+def _record_created_folders(created: set[str]) -> None:
+    import json
+
+    path = _created_folders_file()
+    if created:
+        write_atomically(path, json.dumps(sorted(created), indent=1).encode("utf-8"))
+        return
+    path.unlink(missing_ok=True)
+    _remove_empty_folders(path.parent, funes_home())
+
+
+def _missing_folders(folder: Path) -> set[str]:
+    """``folder`` and its ancestors that do not exist yet, outside funes's own home
+    (whose folders go with their last file: ``prune_up_to``)."""
+    own = funes_home()
+    missing = set()
+    while not folder.exists() and folder != folder.parent:
+        if folder != own and own not in folder.parents:
+            missing.add(str(folder))
+        folder = folder.parent
+    return missing
+
+
+def _remove_created_folders(folder: Path, created: set[str]) -> None:
+    """Remove ``folder`` and its ancestors while funes created them and they are empty."""
+    while str(folder) in created:
+        if folder.exists():
+            try:
+                folder.rmdir()
+            except OSError:  # it holds something else now: the user's, so it stays
+                return
+        created.discard(str(folder))
+        folder = folder.parent
 
 
 def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:

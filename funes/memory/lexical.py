@@ -434,7 +434,6 @@ class LexicalIndex:
         returns the current document of chunk ids already in the table (merging
         re-tokenizes them; ids no longer in the table drop out)."""
         assert self.folder is not None, "a transient index cannot be written"
-        self.folder.mkdir(parents=True, exist_ok=True)
         segments = list(self.segments)
         if ids:
             segments.append(Segment.build(self._new_name(), ids, tokenize(texts)))
@@ -449,7 +448,6 @@ class LexicalIndex:
     def rebuild(self, ids: Sequence[str], texts: Sequence[str], table_version: int) -> None:
         """One segment over the whole table (maintenance, or a tokenizer change)."""
         assert self.folder is not None
-        self.folder.mkdir(parents=True, exist_ok=True)
         segments = [Segment.build(self._new_name(), ids, tokenize(texts))] if ids else []
         self._commit(segments, table_version)
 
@@ -463,6 +461,7 @@ class LexicalIndex:
 
     def _commit(self, segments: list[Segment], table_version: int) -> None:
         assert self.folder is not None
+        self.folder.mkdir(parents=True, exist_ok=True)  # a new memory's first commit may add no text
         for segment in segments:
             if not (self.folder / segment.name).exists():
                 segment.save(self.folder / segment.name)

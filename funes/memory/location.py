@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from funes.config import funes_home, memory_dir
+from funes.errors import UsageError, shown
 from funes.memory.schema import TABLE_NAME
 
 OBJECT_STORE_SCHEMES = ("s3://", "gs://", "az://", "abfs://")
@@ -82,15 +84,30 @@ def object_store_options(uri: str) -> dict[str, str]:
     return options
 
 
+def check_spec(spec: str) -> None:
+    """A usage error for a memory spec that names nothing: empty, blank, or holding a
+    control character (a folder named so would be made in the current directory, and
+    Lance refuses the path)."""
+    if not spec.strip() or any(unicodedata.category(ch) == "Cc" for ch in spec):
+        raise UsageError(f"--memory {shown(spec)}: expected local, a folder, org/repo, hf://datasets/…"
+                         " or s3://…")
+    if "\\" in spec and not spec.startswith(OBJECT_STORE_SCHEMES):  # lancedb splits paths there too
+        raise UsageError(f"--memory {shown(spec)}: a memory folder's path cannot hold a backslash")
+
+
 def location_for(spec: str | None) -> MemoryLocation:
     """``local`` (or nothing), a folder path, or an object-store URI.  Hub memories
     (``org/repo``, ``hf://datasets/…``) are resolved by :mod:`funes.hub` into a
     local snapshot folder first."""
     if spec is None or spec == "local":
         return local_memory()
+    check_spec(spec)
     if spec.startswith(OBJECT_STORE_SCHEMES):
         return MemoryLocation(uri=spec.rstrip("/"), label=spec, storage_options=object_store_options(spec))
-    path = Path(spec).expanduser()
+    try:
+        path = Path(spec).expanduser()
+    except RuntimeError as exc:  # ~user with no such user
+        raise UsageError(f"--memory {shown(spec)}: {exc}") from None
     if path.name == f"{TABLE_NAME}.lance":
         path = path.parent
     return MemoryLocation(uri=str(path.resolve()), label=spec)

@@ -28,6 +28,7 @@ from funes.errors import (
     MemoryIncompatibleError,
     MemoryMissingError,
     RemoteError,
+    UsageError,
     WriterBusyError,
     refused_write,
 )
@@ -52,6 +53,8 @@ IDENTITY_KEYS = ("model_id", "revision", "dim")
 VECTOR_INDEX_MIN_ROWS = 25_000
 NPROBES = 20
 REFINE_FACTOR = 5
+# Every hit prints its session's first 8 characters: that much names a session.
+MIN_SESSION_PREFIX = 8
 
 
 def _identity_of(metadata: Mapping[str, str]) -> dict[str, str]:
@@ -71,6 +74,24 @@ def check_identity(location: MemoryLocation, stored: Mapping[str, str], expected
 
 def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def resolve_session(scan: Any, given: str) -> str:
+    """The session id ``given`` names: itself when stored, else the one stored session
+    whose id starts with it (at least :data:`MIN_SESSION_PREFIX` characters), else
+    ``given`` unchanged (the caller finds nothing under it).  ``scan`` reads the table
+    (``Memory.scan``, ``MemoryWriter._scan``)."""
+    if len(given) < MIN_SESSION_PREFIX:
+        return given
+    found = scan(["session_id"], f"starts_with(session_id, {_sql_str(given)})").column("session_id")
+    matches = sorted(set(found.to_pylist()))
+    if given in matches or not matches:
+        return given
+    if len(matches) > 1:
+        listed = ", ".join(matches[:5]) + (f" and {len(matches) - 5} more" if len(matches) > 5 else "")
+        raise UsageError(f"session {given!r} is ambiguous: {len(matches)} sessions start with it ({listed});"
+                         " give more of the id")
+    return matches[0]
 
 
 def sql_in(column: str, values: Sequence[str]) -> str:
@@ -265,6 +286,10 @@ class Memory:
             key = (key[0], key[1], int(key[2] or 0))
             counts[key] = counts.get(key, 0) + 1
         return counts
+
+    def resolve_session(self, given: str) -> str:
+        """See :func:`resolve_session`."""
+        return resolve_session(self.scan, given)
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
@@ -512,6 +537,10 @@ class MemoryWriter:
             flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
             columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dim)
         return pa.table(columns, schema=schema)
+
+    def resolve_session(self, given: str) -> str:
+        """See :func:`resolve_session`."""
+        return resolve_session(self._scan, given)
 
     def _scan(self, columns: Sequence[str], where: str | None = None) -> pa.Table:
         query = self.table.search()

@@ -154,8 +154,12 @@ def discover(path: Path | None = None, harness: str | None = None,
                     errors.append(str(exc))
     else:
         path = path.expanduser().absolute()
-        if not path.exists():
-            raise UsageError(f"no such file or folder: {path}")
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise UsageError(f"no such file or folder: {path}") from None
+        except OSError as exc:  # a name too long, a component that is a file, a loop
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         name = canonical_harness(harness) if harness else detect_harness(path)
         units.extend(harness_module(name or harness or "").discover(path))
     return order_units(units)

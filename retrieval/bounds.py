@@ -1,0 +1,32 @@
+"""What one `recall` or `get` may ask for, checked the same way by the CLI, the MCP
+server and `--batch` lines.  No heavy imports: the MCP server declares its tools'
+argument ranges with these before it answers `initialize`."""
+
+from __future__ import annotations
+
+from funes.errors import UsageError
+
+# BM25 searches a query whole (the embedder reads its first 256 tokens): a 10 MB
+# query held an MCP server for 43 s.
+MAX_QUERY_CHARS = 8_000
+MAX_K = 1_000
+MAX_CANDIDATES = 1_000
+MAX_NEIGHBORS = 50  # turns either side previewed per hit
+MAX_WINDOW = 1_000  # turns either side one `get` reads
+
+
+def checked_query(query: str) -> str:
+    """``query`` stripped, or a usage error when it is empty or longer than :data:`MAX_QUERY_CHARS`."""
+    text = query.strip()
+    if not text:
+        raise UsageError("the query is empty: say what to recall")
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(f"the query is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}: "
+                         "say what to recall in fewer words")
+    return text
+
+
+def whole(value: object) -> object:
+    """A JSON number such as 5.0 as the integer it is; anything else (1e30, "5") as sent,
+    for the bound check to refuse by name."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53 else value
