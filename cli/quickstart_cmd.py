@@ -37,7 +37,8 @@ def quickstart_command(
     question = checked_query(question)  # before minutes of indexing, not after
     bounded_int("-k", k, 1, MAX_K)
     errors: list[str] = []
-    units = discover(errors=errors)
+    skipped: list = []
+    units = discover(errors=errors, warnings=skipped)
     if units:
         note(f"indexing {len(units)} session(s) found in this machine's agent homes into {local_memory().uri}")
         location = local_memory()
@@ -47,7 +48,7 @@ def quickstart_command(
              f"example transcripts into a demo memory at {demo} instead")
         units = [unit for path in _examples() for unit in discover(path)]
         location = location_for(str(demo))
-    run_index(location, units, discovery_errors=errors)
+    run_index(location, units, discovery_errors=errors, discovery_warnings=skipped)
     recaller = Recaller.open(Memory.open(location))
     note(f'\nrecall "{question}" --memory {location.label}:\n')
     sys.stdout.write(format_recall(recaller.recall(question, k=k)) + "\n")

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 from funes.errors import TraceReadError, UsageError
+from funes.traces.common import collecting_discovery_warnings
 from funes.traces.model import (
     BLOCK_TYPES,
     HARNESSES,
@@ -128,14 +129,20 @@ def detect_harness(path: Path) -> str:
 
 
 def discover(path: Path | None = None, harness: str | None = None,
-             errors: list[str] | None = None) -> list[SourceUnit]:
+             errors: list[str] | None = None, warnings: list[ParseWarning] | None = None) -> list[SourceUnit]:
     """The units to index, newest first, subagent transcripts after main sessions.
 
     No path: every agent home found on this machine (or only ``harness``'s); a home
     that cannot be read (a locked Hermes database, say) is reported in ``errors``
     and the sweep goes on with the others.  A path: the units under it, parsed as
-    ``harness`` or as detected.
+    ``harness`` or as detected.  Folders that cannot be read are skipped, each
+    reported in ``warnings`` when given.
     """
+    with collecting_discovery_warnings([] if warnings is None else warnings):
+        return _discover(path, harness, errors)
+
+
+def _discover(path: Path | None, harness: str | None, errors: list[str] | None) -> list[SourceUnit]:
     units: list[SourceUnit] = []
     if path is None:
         names = [canonical_harness(harness)] if harness else list(AGENT_HARNESSES)

@@ -4,9 +4,9 @@ Spec: shared/specs/agent-traces.md §4.  Also ``archived_sessions/`` and rollout
 compressed as ``.jsonl.zst`` (a plain ``.jsonl`` beside one wins).
 
 Session id = ``payload.id`` of the file's first record when that is a
-``session_meta``, else the UUID at the end of the file name.  Cwd, branch and the
-subagent flag come from the first ``session_meta`` anywhere (a forked file carries a
-second, copied one).
+``session_meta``, else the UUID at the end of the file name.  Cwd, repository
+(``git.repository_url`` as ``owner/name``), branch and the subagent flag come from
+the first ``session_meta`` anywhere (a forked file carries a second, copied one).
 
 Only ``response_item`` lines are conversation (``event_msg`` duplicates them).
 Skipped: developer/system messages and the context Codex injects as user messages
@@ -36,6 +36,7 @@ from funes.traces.common import (
     joined_text,
     normalize_ts,
     opt_str,
+    repo_from_remote_url,
     tool_input_text,
     trailing_uuid,
     walk_files,
@@ -97,7 +98,10 @@ def discover(root: Path) -> Iterator[SourceUnit]:
 def _apply_session_meta(session: Session, payload: dict[str, Any]) -> None:
     session.cwd = as_str(payload.get("cwd"))
     git = payload.get("git")
-    session.branch = clean_branch(git.get("branch")) if isinstance(git, dict) else None
+    git = git if isinstance(git, dict) else {}
+    session.branch = clean_branch(git.get("branch"))
+    url = git.get("repository_url")
+    session.repo = repo_from_remote_url(url) if isinstance(url, str) else None
     source = payload.get("source")
     subagent = source.get("subagent") if isinstance(source, dict) else None
     session.is_subagent = subagent is not None or payload.get("thread_source") in _SUBAGENT_THREAD_SOURCES

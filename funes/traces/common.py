@@ -8,12 +8,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from funes.traces.model import Block, Session, SourceUnit, Turn
+from funes.traces.model import Block, ParseWarning, Session, SourceUnit, Turn
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -94,22 +96,45 @@ def clean_branch(value: Any) -> str | None:
     return None
 
 
-_REMOTE_URL = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$")
+# scp-like remotes (``git@host:owner/name.git``): a host, a colon, no "//".
+_SCP_REMOTE = re.compile(r"^(?:[^@/]+@)?[^/:]+:(?!//)(.+)$")
 
 
 def repo_from_remote_url(url: str) -> str | None:
-    """``owner/name`` from a git remote URL (https, ssh or scp-like)."""
-    match = _REMOTE_URL.search(url.strip())
-    if not match:
+    """``owner/name`` from a git remote URL: https or ssh URLs
+    (``https://github.com/o/n.git``, ``ssh://git@host:22/o/n``) and scp-like
+    remotes (``git@github.com:o/n.git``), with any ``.git`` suffix and trailing
+    slash dropped.  For nested groups (``gitlab.com/g/sub/n``) the last two
+    segments.  None for local paths and for URLs naming fewer than two segments."""
+    text = url.strip()
+    if "://" in text:
+        scheme, rest = text.split("://", 1)
+        if scheme.lower() == "file":
+            return None
+        path = rest.split("/", 1)[1] if "/" in rest else ""
+    else:
+        match = _SCP_REMOTE.match(text)
+        if match is None:
+            return None  # a local path
+        path = match.group(1)
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    segments = [segment for segment in path.split("/") if segment]
+    if segments:
+        segments[-1] = segments[-1].removesuffix(".git")
+    segments = [segment for segment in segments if segment]
+    if len(segments) < 2:
         return None
-    return f"{match.group(1)}/{match.group(2)}"
+    return f"{segments[-2]}/{segments[-1]}"
 
 
-def _git_dir(start: Path) -> Path | None:
+def _git_dirs(start: Path) -> tuple[Path, Path] | None:
+    """(the checkout's own git dir, which holds HEAD; the common git dir, which
+    holds config) for the checkout containing ``start``.  They differ for a
+    worktree, whose ``.git`` file points at ``<common>/worktrees/<name>``."""
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
         if dot_git.is_dir():
-            return dot_git
+            return dot_git, dot_git
         if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
             text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
             if text.startswith("gitdir:"):
@@ -117,37 +142,41 @@ def _git_dir(start: Path) -> Path | None:
                 if not git_dir.is_absolute():
                     git_dir = (folder / git_dir).resolve()
                 common = git_dir / "commondir"
-                if common.is_file():
-                    git_dir = (git_dir / common.read_text().strip()).resolve()
-                return git_dir
+                common_dir = (git_dir / common.read_text().strip()).resolve() if common.is_file() else git_dir
+                return git_dir, common_dir
     return None
 
 
 @lru_cache(maxsize=1024)
-def repo_identity(cwd: str) -> str | None:
-    """``owner/name`` of the checkout containing ``cwd``, from its ``origin`` remote
-    (else its first remote); None when the cwd no longer exists or has no remote.
-    Reads .git/config directly: no subprocess on the indexing path."""
+def checkout_identity(cwd: str) -> tuple[str | None, str | None]:
+    """(``owner/name`` from the ``origin`` remote, else the first remote; the
+    checked-out branch) of the git checkout containing ``cwd``, as it is now;
+    (None, None) when the cwd no longer exists or is in no checkout.  Reads
+    ``.git`` directly: no subprocess on the indexing path."""
     if not cwd:
-        return None
+        return None, None
     try:
         start = Path(cwd)
         if not start.is_dir():
-            return None
-        git_dir = _git_dir(start)
-        if git_dir is None:
-            return None
+            return None, None
+        dirs = _git_dirs(start)
+        if dirs is None:
+            return None, None
+        own_dir, common_dir = dirs
         config = configparser.ConfigParser(strict=False, interpolation=None)
-        config.read(git_dir / "config", encoding="utf-8")
+        config.read(common_dir / "config", encoding="utf-8")
+        head = (own_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip() \
+            if (own_dir / "HEAD").is_file() else ""
     except (OSError, configparser.Error):
-        return None
+        return None, None
     urls = {}
     for section in config.sections():
         match = re.fullmatch(r'remote "(.+)"', section)
         if match and config.has_option(section, "url"):
             urls[match.group(1)] = config.get(section, "url")
     url = urls.get("origin") or next(iter(urls.values()), None)
-    return repo_from_remote_url(url) if url else None
+    branch = clean_branch(head.removeprefix("ref: refs/heads/")) if head.startswith("ref: refs/heads/") else None
+    return (repo_from_remote_url(url) if url else None), branch
 
 
 def backfill_tool_names(session: Session) -> None:
@@ -167,9 +196,14 @@ def backfill_tool_names(session: Session) -> None:
 
 
 def finish_session(session: Session) -> Session:
-    """What every parser does last: name tool results and resolve the repository."""
+    """What every parser does last: name tool results, and fill the repository
+    and branch the trace does not record from the checkout at the session's cwd
+    (as it is now: a branch switched since is not seen)."""
     backfill_tool_names(session)
-    session.repo = repo_identity(session.cwd)
+    if session.repo is None or session.branch is None:
+        repo, branch = checkout_identity(session.cwd)
+        session.repo = session.repo or repo
+        session.branch = session.branch or branch
     return session
 
 
@@ -258,15 +292,61 @@ def file_unit(harness: str, path: Path, session_id: str) -> SourceUnit | None:
     return None if signature is None else SourceUnit(harness, path, session_id, signature)
 
 
+# Discovery runs inside parsers' ``discover(root)``, whose signature has no room
+# for warnings; a caller that wants them (``funes index``) collects them here.
+_discovery_warnings: ContextVar[list[ParseWarning] | None] = ContextVar("funes_discovery_warnings", default=None)
+
+
+@contextmanager
+def collecting_discovery_warnings(into: list[ParseWarning]) -> Iterator[list[ParseWarning]]:
+    """Within this block, folders discovery cannot read are reported in ``into``."""
+    token = _discovery_warnings.set(into)
+    try:
+        yield into
+    finally:
+        _discovery_warnings.reset(token)
+
+
+def discovery_warning(path: Path, message: str) -> None:
+    """Report something discovery skipped (dropped when nobody collects)."""
+    collected = _discovery_warnings.get()
+    if collected is not None:
+        collected.append(ParseWarning(str(path), 0, message))
+
+
 def walk_files(root: Path, accept: Callable[[str], bool], skip_dirs: Collection[str] = ()) -> Iterator[Path]:
-    """Files under ``root`` whose name ``accept`` takes, in sorted order, not
-    descending into folders named in ``skip_dirs``.  A file given as ``root`` is
-    yielded whatever its name: the caller asked for it."""
+    """Files under ``root`` whose name ``accept`` takes, in sorted order (a
+    folder's files, then its subfolders), not descending into folders named in
+    ``skip_dirs``.  Symlinked folders are followed, each real folder walked once
+    (so a link loop ends); a folder that cannot be read is skipped with a
+    discovery warning.  A file given as ``root`` is yielded whatever its name:
+    the caller asked for it."""
     if root.is_file():
         yield root
         return
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
-        for name in sorted(files):
-            if accept(name):
-                yield Path(folder, name)
+    visited: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in visited:
+            continue
+        visited.add(real)
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            discovery_warning(folder, f"cannot read folder ({exc.strerror or exc}): its transcripts were skipped")
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()  # follows a symlink
+            except OSError:
+                is_folder = False
+            if is_folder:
+                if entry.name not in skip_dirs:
+                    subfolders.append(Path(entry.path))
+            elif accept(entry.name):
+                yield Path(entry.path)
+        stack.extend(reversed(subfolders))

@@ -20,6 +20,9 @@ lack many of them.
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
 become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
 parent = the previous retained turn; a ParseWarning's ``line`` is the row id.
+Branch = ``sessions.git_branch``; repository = the ``origin`` remote of the checkout
+at ``sessions.git_repo_root`` (Hermes records the root, not the remote), else of
+the cwd's checkout.
 Skipped rows: system rows, compaction summaries (``_compressed_summary = 1``),
 model-only scaffolding (``display_kind = 'hidden'``), and the synthetic
 background-review prompts.
@@ -35,6 +38,7 @@ apart; there any repeat of an earlier row is dropped, as the spec recommends.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -45,7 +49,9 @@ from funes import config
 from funes.errors import TraceReadError
 from funes.traces.common import (
     TurnCollector,
+    checkout_identity,
     clean_branch,
+    discovery_warning,
     finish_session,
     joined_text,
     normalize_ts,
@@ -71,7 +77,7 @@ _MESSAGE_COLUMNS = (
     "id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "reasoning",
     "reasoning_content", "_compressed_summary", "display_kind", "active", "compacted",
 )
-_SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "model_config", "end_reason")
+_SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "git_repo_root", "model_config", "end_reason")
 # A child session that continues its parent (not a delegated subagent).
 _CONTINUATION_MARKERS = ("_branched_from", "_reset_from")
 _CONTINUATION_END_REASONS = frozenset({"compression", "branched", "new_session", "session_reset"})
@@ -89,7 +95,15 @@ def databases(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     found = [root / DB_NAME] if (root / DB_NAME).is_file() else []
-    return found + sorted(path for path in (root / "profiles").glob(f"*/{DB_NAME}") if path.is_file())
+    profiles = root / "profiles"
+    if profiles.is_dir():
+        try:
+            names = sorted(os.listdir(profiles))
+        except OSError as exc:
+            discovery_warning(profiles, f"cannot read folder ({exc.strerror or exc}): its profiles were skipped")
+            names = []
+        found += [profiles / name / DB_NAME for name in names if (profiles / name / DB_NAME).is_file()]
+    return found
 
 
 def _decode_text(raw: bytes) -> str:
@@ -233,12 +247,14 @@ def parse(unit: SourceUnit) -> Session:
 
     session_row, parent_end_reason, messages = _read(db, load)
     cwd = _text(session_row.get("cwd"))
+    repo_root = _text(session_row.get("git_repo_root"))
     session = Session(
         harness=HARNESS,
         session_id=session_id,
         source_path=str(db),
         cwd=cwd,
         workdir=workdir_facet(cwd, "hermes"),
+        repo=checkout_identity(repo_root)[0] if repo_root else None,
         branch=clean_branch(session_row.get("git_branch")),
         parent_session_id=opt_str(session_row.get("parent_session_id")),
         is_subagent=_is_subagent(session_row, parent_end_reason),

@@ -91,7 +91,9 @@ class Session:
     source_path: str
     cwd: str  # raw recorded working directory ("" when none)
     workdir: str  # facet derived from cwd (see common.workdir_facet)
-    repo: str | None = None  # "owner/name" from the checkout's git remote, when known
+    # "owner/name" and branch: what the trace records (a remote URL, a branch),
+    # else what the checkout at cwd says now (common.finish_session).
+    repo: str | None = None
     branch: str | None = None
     parent_session_id: str | None = None
     is_subagent: bool = False
