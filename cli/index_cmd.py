@@ -28,8 +28,8 @@ def interactive_budget_s() -> float:
 
 @app.command("index")
 def index_command(
-    path: Path = typer.Argument(None, help="A transcript, a folder of them, a Hermes state.db or a .parquet file."),
-    harness: str = typer.Option(None, "--harness", help="Only this agent's home (claude, codex, pi, hermes)."),
+    path: Path = typer.Argument(None, help="A transcript, a folder of them, or an agent's own store (a database, an export file)."),
+    harness: str = typer.Option(None, "--harness", help="Only this agent's homes (funes status names the agents)."),
     limit: int = typer.Option(None, "--limit", help="Index at most N new or grown sessions."),
     no_thinking: bool = typer.Option(False, "--no-thinking", help="Leave thinking blocks out."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do everything without asking (scripts, hooks)."),

@@ -16,8 +16,8 @@ from funes.errors import TraceReadError
 
 @app.command("parse")
 def parse_command(
-    path: Path = typer.Argument(..., help="A transcript file, an agent home, a Hermes state.db or a .parquet file."),
-    harness: str = typer.Option(None, "--harness", help="Parse as this agent (claude, codex, pi, hermes, parquet) instead of detecting it."),
+    path: Path = typer.Argument(..., help="A transcript, an agent home, or an agent's own store (a database, an export file)."),
+    harness: str = typer.Option(None, "--harness", help="Parse as this agent (funes status names them) instead of detecting it."),
     chunks: bool = typer.Option(False, "--chunks", help="Print the redacted chunks instead of turns."),
 ) -> None:
     """Print one JSON line per turn (or per chunk with --chunks)."""

@@ -44,7 +44,10 @@ def quickstart_command(
         location = local_memory()
     else:
         demo = funes_home() / "demo"
-        note("no agent transcripts found (~/.claude, ~/.codex, ~/.pi/agent, ~/.hermes): indexing the bundled "
+        from funes.agents import swept_agents
+
+        homes = ", ".join(str(root) for agent in swept_agents() for root in agent.roots())
+        note(f"no agent transcripts found ({homes}): indexing the bundled "
              f"example transcripts into a demo memory at {demo} instead")
         units = [unit for path in _examples() for unit in discover(path)]
         location = location_for(str(demo))

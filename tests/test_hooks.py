@@ -93,7 +93,7 @@ TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn}
 def run_hook(agent: str, payload: object, *options: str, env: dict | None = None,
              cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
     """The hook exactly as `funes add` installs it."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     started = time.perf_counter()
@@ -329,7 +329,7 @@ def test_installed_hook_commands_are_the_hook(isolated_env):
 def test_an_earlier_hook_command_is_replaced_in_place_or_removed(isolated_env):
     """Installs from before the script form (`-m funes.hook`) are upgraded by `funes add`, not doubled,
     and taken out by `funes remove`."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     settings = isolated_env / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)

@@ -1,5 +1,6 @@
-"""Helpers every parser shares: facets, timestamps, tool-input JSON, repo identity,
-turn collection and file discovery."""
+"""Helpers every parser shares: facets, timestamps, tool-input JSON, tool-call
+provenance (files, commands, exit codes), repo identity, turn collection and file
+discovery."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import configparser
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from funes.traces.model import Block, ParseWarning, Session, SourceUnit, Turn
+from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit, Turn
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -23,7 +25,7 @@ _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 def workdir_facet(cwd: str | None, fallback: str = "") -> str:
     """The cwd with every non-alphanumeric character replaced by ``-``.
 
-    This equals Claude Code's project-folder name, so facets agree across agents.
+    This is how agents commonly name a project's folder, so facets agree across agents.
     A cwd with nothing but separators ("", "/") counts as no cwd: ``fallback``.
     """
     if cwd:
@@ -53,7 +55,7 @@ def format_ts(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds") + "Z"
 
 
-# What JavaScript's toISOString() writes, i.e. nearly every Claude, Codex and pi
+# What JavaScript's toISOString() writes, i.e. nearly every agent's
 # timestamp: already in the stored form, so only its validity needs checking.
 _CANONICAL_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
@@ -66,7 +68,7 @@ def normalize_ts(value: Any) -> str:
     try:
         if isinstance(value, (int, float)):
             seconds = float(value)
-            if abs(seconds) > 1e11:  # epoch milliseconds (pi message timestamps)
+            if abs(seconds) > 1e11:  # epoch milliseconds (JavaScript's Date.now())
                 seconds /= 1000.0
             return format_ts(datetime.fromtimestamp(seconds, tz=timezone.utc))
         if isinstance(value, str):
@@ -195,11 +197,116 @@ def backfill_tool_names(session: Session) -> None:
                 block.tool_name = names.get(block.tool_use_id)
 
 
+# ---------------------------------------------------------------------------- tool-call provenance
+# The argument names tools commonly give the file they act on, and a shell command.
+PATH_ARGUMENTS = ("file_path", "path", "notebook_path", "filePath", "filename")
+COMMAND_ARGUMENTS = ("command", "cmd")
+# Shells whose ``-c`` script is the command when a call records an argv.
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell"})
+# The headers of a V4A (apply_patch) patch, and what each does to its file.
+_PATCH_HEADER = re.compile(r"^\*\*\* (Update File|Add File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
+_PATCH_ACTIONS = {"Update File": "edit", "Add File": "write", "Delete File": "delete", "Move to": "write"}
+# How agents state a command's exit status in its output, one line each:
+# "Exit code: 0", "Exit code 1", "Process exited with code 0", "Command exited with code 2".
+_EXIT_LINE = re.compile(r"(?:Exit code:?|Process exited with code|Command exited with code) (-?[0-9]{1,9})")
+
+
+def call_arguments(value: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as a mapping: a dict as is, a JSON object's text
+    decoded; None for anything else (raw input, broken JSON)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return decoded if isinstance(decoded, dict) else None
+    return None
+
+
+def command_text(value: Any) -> str | None:
+    """A shell command as a call records it: a string as is; an argv as the script
+    a shell runs (``["bash", "-lc", "make test"]`` → ``make test``), else joined
+    the way a shell would read it; None for anything else."""
+    if isinstance(value, str):
+        return value or None
+    if not isinstance(value, list) or not value or not all(isinstance(part, str) for part in value):
+        return None
+    if len(value) == 3 and Path(value[0]).name in _SHELLS and value[1].startswith("-") and value[1].endswith("c"):
+        return value[2] or None
+    return shlex.join(value)
+
+
+def patch_touches(patch: Any) -> tuple[FileTouch, ...]:
+    """The files an apply_patch (V4A) body updates, adds, deletes or moves to,
+    in patch order."""
+    if not isinstance(patch, str):
+        return ()
+    return tuple(FileTouch(path, _PATCH_ACTIONS[verb]) for verb, path in _PATCH_HEADER.findall(patch))
+
+
+def record_call(block: Block, arguments: Any, *, action: str | None = None, shell: bool = False) -> Block:
+    """Fill a tool_use block's ``files`` and ``command`` from its call's
+    arguments (a mapping, or the JSON text of one) by the common conventions:
+    with ``action`` (one of FILE_ACTIONS), the file named by the first of
+    PATH_ARGUMENTS present; with ``shell``, the command in the first of
+    COMMAND_ARGUMENTS (see :func:`command_text`)."""
+    mapping = call_arguments(arguments)
+    if mapping is None:
+        return block
+    if action is not None:
+        path = next((mapping[key] for key in PATH_ARGUMENTS if isinstance(mapping.get(key), str) and mapping[key]),
+                    None)
+        if path is not None:
+            block.files = (FileTouch(path, action),)
+    if shell:
+        block.command = next((text for key in COMMAND_ARGUMENTS if (text := command_text(mapping.get(key)))), None)
+    return block
+
+
+def stated_exit_code(line: str) -> int | None:
+    """The exit status a line of tool output states (``Exit code: 1``,
+    ``Process exited with code 0``, ``Command exited with code 2``), else None."""
+    match = _EXIT_LINE.fullmatch(line.strip())
+    return int(match.group(1)) if match else None
+
+
+def json_exit_code(text: str) -> int | None:
+    """The integer ``exit_code`` of tool output that is a JSON object (at its top,
+    or under ``metadata``), else None."""
+    mapping = call_arguments(text)
+    if mapping is None:
+        return None
+    for holder in (mapping, mapping.get("metadata")):
+        if isinstance(holder, dict) and type(holder.get("exit_code")) is int:
+            return holder["exit_code"]
+    return None
+
+
+def keep_command_exit_codes(session: Session) -> None:
+    """Exit codes belong to commands: drop a tool_result's exit code when the
+    tool_use it answers (same id) ran no shell command.  Results without a
+    matching call keep theirs."""
+    ran_command: dict[str, bool] = {}
+    for turn in session.turns:
+        for block in turn.blocks:
+            if block.block_type == "tool_use" and block.tool_use_id:
+                ran_command[block.tool_use_id] = block.command is not None
+    for turn in session.turns:
+        for block in turn.blocks:
+            if block.block_type == "tool_result" and block.exit_code is not None \
+                    and ran_command.get(block.tool_use_id or "") is False:
+                block.exit_code = None
+
+
 def finish_session(session: Session) -> Session:
-    """What every parser does last: name tool results, and fill the repository
+    """What every parser does last: name tool results, keep exit codes on command
+    results only, and fill the repository
     and branch the trace does not record from the checkout at the session's cwd
     (as it is now: a branch switched since is not seen)."""
     backfill_tool_names(session)
+    keep_command_exit_codes(session)
     if session.repo is None or session.branch is None:
         repo, branch = checkout_identity(session.cwd)
         session.repo = session.repo or repo
