@@ -57,7 +57,10 @@ def parse_command(
                 "branch": session.branch,
                 "source_path": session.source_path,
                 "blocks": [
-                    {"block_type": b.block_type, "text": b.text, "tool_name": b.tool_name} for b in turn.blocks
+                    {"block_type": b.block_type, "text": b.text, "tool_name": b.tool_name,
+                     "files": [[touch.path, touch.action] for touch in b.files], "command": b.command,
+                     "exit_code": b.exit_code}
+                    for b in turn.blocks
                 ],
             }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

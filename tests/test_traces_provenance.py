@@ -244,3 +244,15 @@ def test_drift_fixtures_leave_unknown_tools_without_provenance(module, fixture):
         assert isinstance(block.files, tuple)
         assert block.command is None or block.block_type == "tool_use"
         assert block.exit_code is None or block.block_type == "tool_result"
+
+
+def test_funes_parse_prints_what_each_call_touched_ran_and_returned():
+    from agent_helpers import funes
+
+    result = funes("parse", str(REAL / "codex_session.jsonl"))
+    assert result.code == 0, result.err
+    blocks = [block for line in result.out.splitlines() for block in json.loads(line)["blocks"]]
+    by_tool = {(b["block_type"], b["tool_name"]): b for b in blocks if b["tool_name"]}
+    assert by_tool[("tool_use", "exec_command")]["command"] == "npm --version"
+    assert by_tool[("tool_result", "exec_command")]["exit_code"] == 0
+    assert by_tool[("tool_use", "apply_patch")]["files"] == [["styles.css", "edit"]]
