@@ -26,7 +26,7 @@ def add_command(
     if agent is None:
         print_addable()
         return
-    target = wired_agent(agent)
+    target = wireable_agent(agent)
     wiring = target.wiring()
     binding = Binding(None if memory in (None, "local") else memory)
     changes = wiring.plan_add(binding)  # every file read and checked before any is written
@@ -39,14 +39,16 @@ def add_command(
     _first_index(target, binding, yes)
 
 
-def wired_agent(name: str):
-    """The agent ``name`` denotes, if funes can wire it (a usage error otherwise)."""
-    from funes.agents import agent_named, agent_names, all_agents
+def wireable_agent(name: str):
+    """The agent ``name`` denotes, if funes can wire it (a usage error naming those
+    it can otherwise)."""
+    from funes.agents import agent_names, all_agents, find_agent
 
-    target = agent_named(name)
-    if target.wiring() is None:
-        raise UsageError(f"funes cannot wire {target.label} (it only reads its transcripts): expected one of "
-                         f"{agent_names(a for a in all_agents() if a.wiring() is not None)}")
+    target = find_agent(name)
+    if target is None or target.wiring() is None:
+        what = f"funes cannot wire {target.label} (it only reads its transcripts)" if target else \
+            f"unknown agent {name!r}"
+        raise UsageError(f"{what}: expected one of {agent_names(a for a in all_agents() if a.wiring() is not None)}")
     return target
 
 

@@ -10,10 +10,10 @@ from funes.cli.main import app
 @app.command("remove")
 def remove_command(agent: str = typer.Argument(..., help="The agent to unwire (funes add lists them).")) -> None:
     """Take funes out of an agent (server, hooks, files); its other settings, the memory and the transcripts stay."""
-    from funes.cli.add_cmd import wired_agent
+    from funes.cli.add_cmd import wireable_agent
     from funes.wiring.changes import apply, summary
 
-    target = wired_agent(agent)
+    target = wireable_agent(agent)
     wiring = target.wiring()
     changes = wiring.plan_remove()  # every file read and checked before any is written
     apply(changes)

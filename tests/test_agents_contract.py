@@ -103,6 +103,9 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     assert not any("parquet" in line for line in lines)
     refused = funes("add", "parquet")
     assert refused.code == 2 and "funes cannot wire agent-traces Parquet" in refused.err
+    unknown = funes("remove", "cursor")
+    assert unknown.code == 2
+    assert unknown.err == "funes: unknown agent 'cursor': expected one of claude, codex, hermes, pi\n"
 
 
 def test_an_agent_not_on_this_machine_is_listed_as_not_found(isolated_env):
