@@ -19,6 +19,7 @@ from agent_helpers import funes, snapshot, write
 from funes.agents import agent_named, all_agents, canonical_harness, find_agent
 from funes.agents.registry import is_builtin
 from funes.errors import UsageError
+from funes.wiring import hook_script
 from trace_helpers import copy_fixture
 
 ROOT = Path(__file__).parent.parent
@@ -274,7 +275,7 @@ def test_a_third_party_agent_package_is_indexed_recalled_and_wired(installed_plu
     added = funes("add", "toy", "--yes")
     assert added.code == 0, added.err
     settings = json.loads((home / "settings.json").read_text())
-    assert settings["mcp"]["funes"]["after_turn"] == [sys.executable, "-m", "funes.hook", "toy"]
+    assert settings["mcp"]["funes"]["after_turn"] == [sys.executable, "-I", "-S", hook_script(), "toy"]
     assert funes("add", "toy", "--yes").out.splitlines()[1] == "  nothing to change: funes is already set up in Toy Agent"
     assert [a for a in json.loads(funes("status", "--json").out)["agents"] if a["name"] == "toy"][0]["wired"] is True
     removed = funes("remove", "toy")
