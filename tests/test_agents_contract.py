@@ -329,7 +329,7 @@ def test_the_hook_keeps_the_short_fields_and_home_variables_any_agent_may_name_a
     spool(request_from(["hermes"], json.dumps({**payload, "turn": 8}).encode()))
     monkeypatch.setenv("HERMES_HOME", str(isolated_env / ".hermes"))
     spool(request_from(["hermes"], json.dumps(payload).encode()))
-    kept = read_requests(spool_dir())
+    kept = read_requests(Path(spool_dir()))
     assert [(r.env["HERMES_HOME"], r.payload["turn"]) for r in kept] == [
         (str(isolated_env / ".hermes" / "profiles" / "work"), 8), (str(isolated_env / ".hermes"), 7)]
-    assert len(list(spool_dir().glob("*.json"))) == 2
+    assert len(list(Path(spool_dir()).glob("*.json"))) == 2
