@@ -147,8 +147,13 @@ def log_failure(argv: list[str], error: BaseException) -> None:
     """Log why the hook could not hand its turn on; when the log cannot be written
     either (a full disk), say it on stderr, the one place left."""
     refused = _REFUSED.get(getattr(error, "errno", None))
-    what = (f"cannot spool the turn in {spool_dir()}: {refused}; free some space (everything indexed before"
-            " this is kept)" if refused else repr(error))
+    if refused:
+        what = (f"cannot spool the turn in {spool_dir()}: {refused}; free some space (everything indexed before"
+                " this is kept)")
+    elif isinstance(error, OSError) and error.strerror:  # a FUNES_HOME that is a file, a read-only folder
+        what = f"cannot spool the turn in {spool_dir()}: {error.strerror}"
+    else:
+        what = repr(error)
     try:
         logs = logs_dir()
         os.makedirs(logs, exist_ok=True)

@@ -280,11 +280,13 @@ def test_the_hook_fails_open_and_logs(memory_home, tmp_path):
         assert result.returncode == 0 and result.stdout == b""
     wait_for(settled, timeout=60)
     assert "no transcript at /nope.jsonl" in hook_log() or "names no transcript_path" in hook_log()
-    # A FUNES_HOME it cannot write: still exit 0 at once, nothing printed.
+    # A FUNES_HOME it cannot write: still exit 0 at once, and, with no log to write
+    # either, one line on stderr that says what and where.
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     _, result = run_hook("codex", {"transcript_path": "/x"}, env={**os.environ, "FUNES_HOME": str(blocked)})
-    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
+    assert result.returncode == 0 and result.stdout == b""
+    assert result.stderr.decode() == f"funes: cannot spool the turn in {blocked / 'spool'}: Not a directory\n"
 
 
 def test_a_hook_inside_a_process_a_hook_started_does_nothing(memory_home):
