@@ -82,7 +82,7 @@ def append_turn(transcript: Path, text: str) -> dict:
 
 def run_hook(payload: dict) -> float:
     """The hook command exactly as `funes add claude` installs it."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     started = time.perf_counter()
     subprocess.run(Binding(None).hook_command("claude"), input=json.dumps(payload).encode(), check=True, timeout=30)
@@ -141,7 +141,7 @@ def stop_waiting_workers(log: str) -> int | None:
 
 # ----------------------------------------------------------------------------- hook return time
 def hook_return_times(home: Path, invocations: int) -> dict:
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     os.environ["FUNES_HOOK_IDLE_S"] = "0"  # each worker exits once the spool is empty
     transcript = claude_session(home)
@@ -226,7 +226,7 @@ def hook_cpu(home: Path, invocations: int) -> list[dict]:
     """CPU time (user + system, from wait4) of one hook that finds a worker holding
     the spool (so it starts none), for the installed command and for the module
     form with site-packages loaded that funes installed before."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
     from funes.hook import claim_spool, spool_dir
 
     transcript = claude_session(home)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from funes.cli.main import app
+from funes.errors import UsageError
 
 # The first index stores every session as text (searchable by keyword at once), then
 # embeds for about this long; later turns' workers and `funes index` fill in the rest.
@@ -13,25 +14,56 @@ FIRST_INDEX_EMBED_BUDGET_S = 60.0
 
 @app.command("add")
 def add_command(
-    agent: str = typer.Argument(..., help="claude, codex, pi or hermes."),
+    agent: str = typer.Argument(None, help="The agent to wire; without one, list the agents funes can add."),
     memory: str = typer.Argument(None, help="Memory the agent recalls from: local (default), a folder, "
                                             "org/repo or hf://… (indexed here, published there), s3://…"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Build the first index without asking (scripts)."),
 ) -> None:
     """Give an agent funes: its MCP server (recall, get, status), per-turn indexing, publishing for a Hub memory, a first index."""
-    from funes.cli.agents import Binding, integration
-    from funes.cli.agents.changes import apply, summary
+    from funes.wiring import Binding
+    from funes.wiring.changes import apply, summary
 
-    target = integration(agent)
+    if agent is None:
+        print_addable()
+        return
+    target = wireable_agent(agent)
+    wiring = target.wiring()
     binding = Binding(None if memory in (None, "local") else memory)
-    changes = target.plan_add(binding)  # every file read and checked before any is written
+    changes = wiring.plan_add(binding)  # every file read and checked before any is written
     apply(changes)
     lines = summary(changes)
     print(f"funes add {target.name} (memory: {binding.label}):")
     print("\n".join(lines) if lines else f"  nothing to change: funes is already set up in {target.label}")
-    for line in target.notes_after_add(binding, changes):
+    for line in wiring.notes_after_add(binding, changes):
         print(line)
     _first_index(target, binding, yes)
+
+
+def wireable_agent(name: str):
+    """The agent ``name`` denotes, if funes can wire it (a usage error naming those
+    it can otherwise)."""
+    from funes.agents import agent_names, all_agents, find_agent
+
+    target = find_agent(name)
+    if target is None or target.wiring() is None:
+        what = f"funes cannot wire {target.label} (it only reads its transcripts)" if target else \
+            f"unknown agent {name!r}"
+        raise UsageError(f"{what}: expected one of {agent_names(a for a in all_agents() if a.wiring() is not None)}")
+    return target
+
+
+def print_addable() -> None:
+    """Every agent funes can wire: found on this machine or not, wired or not."""
+    from funes.agents.presence import on_this_machine
+
+    print("Agents funes can add (funes add <name> [memory]):")
+    for found in on_this_machine():
+        if not found.wireable:
+            continue
+        where = (f"{found.sessions} session(s) on this machine" if found.found
+                 else "not found on this machine")
+        state = "wired" if found.wired else "not wired" if found.wired is False else f"unknown ({found.problem})"
+        print(f"  {found.agent.name:<10} {found.agent.label}: {where}, {state}")
 
 
 def _first_index(target, binding, yes: bool) -> None:
@@ -51,7 +83,7 @@ def _first_index(target, binding, yes: bool) -> None:
             return
     except MemoryMissingError:
         pass
-    units = discover(None, target.harness)
+    units = discover(None, target.name)
     if not units:
         print(f"No {target.label} sessions on this machine yet: each new turn is indexed as it ends.")
         return

@@ -25,18 +25,6 @@ K = 8
 CANDIDATES = 30
 NEIGHBORS = 1
 
-# Each agent's non-interactive mode, reading the prompt from stdin, with tools, MCP
-# servers, hooks and session files off.
-AGENT_ARGS = {
-    "claude": ["-p", "--tools", "", "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
-               "--settings", '{"disableAllHooks":true}', "--no-session-persistence", "--disable-slash-commands"],
-    "codex": ["exec", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only", "--color", "never",
-              "-c", "mcp_servers={}", "-c", "features.shell_tool=false", "-c", "features.unified_exec=false",
-              "-c", "features.hooks=false", "-c", 'web_search="disabled"', "-"],
-    "pi": ["-p", "--no-tools", "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-context-files",
-           "--no-session"],
-}
-
 PROMPT = """\
 Answer the question below using only the passages recalled from the user's past \
 coding-agent sessions that follow it. You have no tools in this session: the "→ get" \
@@ -57,7 +45,7 @@ Question: {question}
 
 @app.command("ask")
 def ask_command(
-    agent: str = typer.Argument(..., help="claude, codex or pi."),
+    agent: str = typer.Argument(..., help="The agent whose CLI answers (one with a non-interactive mode)."),
     question: str = typer.Argument(..., help="The question, in quotes (or after --)."),
     memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
 ) -> None:
@@ -67,12 +55,17 @@ def ask_command(
     from funes.retrieval.format import format_recall
     from funes.retrieval.search import Recaller
 
-    if agent not in AGENT_ARGS:
-        raise UsageError(f"unknown agent {agent!r}: expected one of {', '.join(AGENT_ARGS)}")
-    executable = shutil.which(agent)
+    from funes.agents import agent_names, all_agents, find_agent
+
+    askable = [known for known in all_agents() if known.ask_command]
+    target = find_agent(agent)
+    if target is None or target not in askable:
+        raise UsageError(f"cannot ask {agent!r}: expected one of {agent_names(askable)}")
+    command = list(target.ask_command)  # type: ignore[arg-type]
+    executable = shutil.which(command[0])
     if executable is None:
-        others = ", ".join(name for name in AGENT_ARGS if name != agent)
-        raise FunesError(f"`{agent}` is not on PATH: install it, or ask another agent ({others})")
+        others = agent_names(known for known in askable if known is not target)
+        raise FunesError(f"`{command[0]}` is not on PATH: install it, or ask another agent ({others})")
     result = Recaller.open(open_memory(memory)).recall(question, k=K, candidates=CANDIDATES, neighbors=NEIGHBORS)
     if not result.hits:
         raise FunesError("nothing recalled for that question, so there is nothing to ground an answer in:"
@@ -80,9 +73,9 @@ def ask_command(
     prompt = PROMPT.format(question=question.strip(), memory=result.memory_label, passages=format_recall(result))
     sys.stdout.flush()
     # FUNES_HOOK=1: a funes hook the agent fires anyway returns at once (nothing to index).
-    completed = subprocess.run([executable, *AGENT_ARGS[agent]], input=prompt.encode("utf-8"),  # noqa: S603
+    completed = subprocess.run([executable, *command[1:]], input=prompt.encode("utf-8"),  # noqa: S603
                                env={**os.environ, "FUNES_HOOK": "1"}, check=False)
     if completed.returncode != 0:
-        raise FunesError(f"`{agent}` exited with code {completed.returncode}; its output above says why")
+        raise FunesError(f"`{command[0]}` exited with code {completed.returncode}; its output above says why")
     sessions = list(dict.fromkeys(f"{hit.harness} {hit.session_id}" for hit in result.hits))
     note(f"grounded in {len(result.hits)} passage(s) from {len(sessions)} session(s): {', '.join(sessions)}")

@@ -59,7 +59,6 @@ POLL_S = 0.1
 WRITER_POLL_S = 0.2
 WRITER_WAIT_S = 12 * 3600.0
 LOG_MAX_BYTES = 5_000_000
-HARNESS_OF_AGENT = {"claude": "claude_code", "codex": "codex", "pi": "pi", "hermes": "hermes"}
 
 
 @dataclass(frozen=True)
@@ -68,17 +67,19 @@ class Request:
     agent: str
     memory: str | None  # where to index (None: the local memory)
     publish: str | None  # a memory to publish to, for session-boundary requests
-    transcript_path: str | None
-    session_id: str | None
-    hermes_home: str | None
-    profile: str | None
+    payload: dict[str, Any]  # the short fields of the agent's hook payload
+    env: dict[str, str]  # the hook's home variables
     received: float
 
     @property
     def session(self) -> tuple:
         """What one indexing covers: requests with the same value coalesce."""
-        return (self.agent, self.memory, self.publish, self.transcript_path or self.session_id,
-                self.hermes_home, self.profile)
+        from funes.agents import find_agent
+
+        agent = find_agent(self.agent)
+        named = agent.hook_session(self.payload, self.env) if agent is not None else \
+            json.dumps(self.payload, sort_keys=True)
+        return (self.agent, self.memory, self.publish, named)
 
 
 def read_requests(folder: Path) -> list[Request]:
@@ -88,19 +89,22 @@ def read_requests(folder: Path) -> list[Request]:
     for path in sorted(folder.glob("*.json")):
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            request = Request(path, str(raw["agent"]), raw.get("memory"), raw.get("publish"),
-                              raw.get("transcript_path"), raw.get("session_id"), raw.get("hermes_home"),
-                              raw.get("profile"), float(raw.get("received") or 0))
+            payload, env = raw.get("payload") or {}, raw.get("env") or {}
+            if not isinstance(payload, dict) or not isinstance(env, dict):
+                raise ValueError("payload and env must be objects")
+            request = Request(path, str(raw["agent"]), raw.get("memory"), raw.get("publish"), payload, env,
+                              float(raw.get("received") or 0))
+            session = request.session
         except FileNotFoundError:  # another worker took it
             continue
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("dropping unreadable request %s: %s", path.name, exc)
             path.unlink(missing_ok=True)
             continue
-        previous = requests.pop(request.session, None)
+        previous = requests.pop(session, None)
         if previous is not None:
             previous.path.unlink(missing_ok=True)
-        requests[request.session] = request
+        requests[session] = request
     return sorted(requests.values(), key=lambda r: r.received)
 
 
@@ -142,31 +146,23 @@ def worker_lock(folder: Path) -> Iterator[bool]:
 
 
 def units_for(request: Request) -> list[Any]:
-    """The transcript units of the one session a request names."""
-    from funes.config import hermes_home
-    from funes.traces import discover
+    """The transcript units of the one session a request names, as its agent reads
+    the payload (a plugin's unexpected failure is a ValueError, logged)."""
+    from funes.agents import find_agent
+    from funes.agents.registry import is_builtin
 
-    harness = HARNESS_OF_AGENT.get(request.agent)
-    if harness is None:
+    agent = find_agent(request.agent)
+    if agent is None:
         raise ValueError(f"unknown agent {request.agent!r}")
-    if harness == "hermes":
-        home = Path(request.hermes_home) if request.hermes_home else hermes_home()
-        if not request.hermes_home and request.profile not in (None, "", "default"):
-            home = home / "profiles" / request.profile
-        database = home / "state.db"
-        if not request.session_id or not database.is_file():
-            raise ValueError(f"no Hermes session {request.session_id!r} in {database}")
-        return [unit for unit in discover(database, harness) if unit.session_id == request.session_id]
-    if not request.transcript_path:
-        raise ValueError(f"the {request.agent} payload names no transcript_path")
-    transcript = Path(request.transcript_path)
-    if not transcript.is_file():
-        raise ValueError(f"no transcript at {transcript}")
-    units = discover(transcript, harness)
-    subagents = transcript.with_suffix("") / "subagents"  # Claude keeps a session's subagents beside it
-    if harness == "claude_code" and subagents.is_dir():
-        units += discover(subagents, harness)
-    return units
+    if is_builtin(agent):
+        return agent.hook_units(request.payload, request.env)
+    try:
+        return agent.hook_units(request.payload, request.env)
+    except (ValueError, OSError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - someone else's code
+        raise ValueError(f"agent plugin {agent.name!r} failed on its hook payload: {type(exc).__name__}: {exc}") \
+            from exc
 
 
 class Worker:

@@ -12,7 +12,7 @@ from funes.cli.common import ProgressBars, confirm, interactive, note, require_p
 from funes.cli.main import app
 from funes.errors import UsageError
 from funes.memory.location import MemoryLocation
-from funes.traces.model import SourceUnit
+from funes.traces.model import ParseWarning, SourceUnit
 
 # Interactive first index: vectors are filled for about this long ($FUNES_INDEX_EMBED_S),
 # then the rest is offered with an estimate from the rate measured meanwhile.
@@ -28,8 +28,8 @@ def interactive_budget_s() -> float:
 
 @app.command("index")
 def index_command(
-    path: Path = typer.Argument(None, help="A transcript, a folder of them, a Hermes state.db or a .parquet file."),
-    harness: str = typer.Option(None, "--harness", help="Only this agent's home (claude, codex, pi, hermes)."),
+    path: Path = typer.Argument(None, help="A transcript, a folder of them, or an agent's own store (a database, an export file)."),
+    harness: str = typer.Option(None, "--harness", help="Only this agent's homes (funes status names the agents)."),
     limit: int = typer.Option(None, "--limit", help="Index at most N new or grown sessions."),
     no_thinking: bool = typer.Option(False, "--no-thinking", help="Leave thinking blocks out."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do everything without asking (scripts, hooks)."),
@@ -44,21 +44,24 @@ def index_command(
     if path is None and harness is None and not yes and not interactive():
         raise UsageError("an unattended index must name a target: a PATH, --harness NAME, or --yes to sweep every agent home")
     errors: list[str] = []
-    units = [] if rebuild else discover(path.expanduser() if path else None, harness, errors=errors)
+    skipped: list[ParseWarning] = []
+    units = [] if rebuild else discover(path.expanduser() if path else None, harness, errors=errors, warnings=skipped)
     explicit = yes or path is not None or harness is not None or rebuild
     ok = run_index(location_for(memory), units, limit=limit, include_thinking=not no_thinking,
                    budget_s=None if explicit else interactive_budget_s(), offer_rest=not explicit,
-                   rebuild=rebuild, discovery_errors=errors)
+                   rebuild=rebuild, discovery_errors=errors, discovery_warnings=skipped)
     if not ok:
         raise typer.Exit(1)
 
 
 def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int | None = None,
               include_thinking: bool = True, budget_s: float | None = None, offer_rest: bool = False,
-              rebuild: bool = False, discovery_errors: list[str] | None = None) -> bool:
+              rebuild: bool = False, discovery_errors: list[str] | None = None,
+              discovery_warnings: list[ParseWarning] | None = None) -> bool:
     """Index ``units`` into ``location``: every chunk lexically first, then vectors
     (for ``budget_s`` seconds when given, offering the rest on a terminal); print
-    warnings and a summary line.  False when some transcripts could not be read."""
+    warnings (discovery's first: folders it could not read) and a summary line.
+    False when some transcripts could not be read."""
     from funes import indexing
     from funes.embedding import IDENTITY, load_embedder
     from funes.memory.store import MemoryWriter
@@ -99,6 +102,7 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
                 pending = writer.pending_count()
         report.pending = pending
     report.errors[:0] = discovery_errors or []
+    report.warnings[:0] = discovery_warnings or []
     for warning in report.warnings[:20]:
         note(f"warning: {warning}")
     if len(report.warnings) > 20:

@@ -16,8 +16,8 @@ from funes.errors import TraceReadError
 
 @app.command("parse")
 def parse_command(
-    path: Path = typer.Argument(..., help="A transcript file, an agent home, a Hermes state.db or a .parquet file."),
-    harness: str = typer.Option(None, "--harness", help="Parse as this agent (claude, codex, pi, hermes, parquet) instead of detecting it."),
+    path: Path = typer.Argument(..., help="A transcript, an agent home, or an agent's own store (a database, an export file)."),
+    harness: str = typer.Option(None, "--harness", help="Parse as this agent (funes status names them) instead of detecting it."),
     chunks: bool = typer.Option(False, "--chunks", help="Print the redacted chunks instead of turns."),
 ) -> None:
     """Print one JSON line per turn (or per chunk with --chunks)."""
@@ -57,7 +57,10 @@ def parse_command(
                 "branch": session.branch,
                 "source_path": session.source_path,
                 "blocks": [
-                    {"block_type": b.block_type, "text": b.text, "tool_name": b.tool_name} for b in turn.blocks
+                    {"block_type": b.block_type, "text": b.text, "tool_name": b.tool_name,
+                     "files": [[touch.path, touch.action] for touch in b.files], "command": b.command,
+                     "exit_code": b.exit_code}
+                    for b in turn.blocks
                 ],
             }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

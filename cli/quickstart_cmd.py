@@ -37,17 +37,21 @@ def quickstart_command(
     question = checked_query(question)  # before minutes of indexing, not after
     bounded_int("-k", k, 1, MAX_K)
     errors: list[str] = []
-    units = discover(errors=errors)
+    skipped: list = []
+    units = discover(errors=errors, warnings=skipped)
     if units:
         note(f"indexing {len(units)} session(s) found in this machine's agent homes into {local_memory().uri}")
         location = local_memory()
     else:
         demo = funes_home() / "demo"
-        note("no agent transcripts found (~/.claude, ~/.codex, ~/.pi/agent, ~/.hermes): indexing the bundled "
+        from funes.agents import swept_agents
+
+        homes = ", ".join(str(root) for agent in swept_agents() for root in agent.roots())
+        note(f"no agent transcripts found ({homes}): indexing the bundled "
              f"example transcripts into a demo memory at {demo} instead")
         units = [unit for path in _examples() for unit in discover(path)]
         location = location_for(str(demo))
-    run_index(location, units, discovery_errors=errors)
+    run_index(location, units, discovery_errors=errors, discovery_warnings=skipped)
     recaller = Recaller.open(Memory.open(location))
     note(f'\nrecall "{question}" --memory {location.label}:\n')
     sys.stdout.write(format_recall(recaller.recall(question, k=k)) + "\n")

@@ -20,7 +20,7 @@ def recall_command(
     candidates: int = typer.Option(30, "--candidates", help="Fused pool reranked before the top-k cut."),
     neighbors: int = typer.Option(1, "--neighbors", help="Turns either side (by seq) previewed per hit; 0 for none."),
     half_life: float = typer.Option(None, "--half-life", help="Recency decay in days (default: recency only breaks ties)."),
-    harness: str = typer.Option(None, "--harness", help="claude, codex, pi or hermes."),
+    harness: str = typer.Option(None, "--harness", help="Only this agent's sessions (funes status names the agents)."),
     block_type: str = typer.Option(None, "--type", help="text, thinking, tool_use or tool_result."),
     workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
     repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),

@@ -8,16 +8,17 @@ from funes.cli.main import app
 
 
 @app.command("remove")
-def remove_command(agent: str = typer.Argument(..., help="claude, codex, pi or hermes.")) -> None:
+def remove_command(agent: str = typer.Argument(..., help="The agent to unwire (funes add lists them).")) -> None:
     """Take funes out of an agent (server, hooks, files); its other settings, the memory and the transcripts stay."""
-    from funes.cli.agents import integration
-    from funes.cli.agents.changes import apply, summary
+    from funes.cli.add_cmd import wireable_agent
+    from funes.wiring.changes import apply, summary
 
-    target = integration(agent)
-    changes = target.plan_remove()  # every file read and checked before any is written
+    target = wireable_agent(agent)
+    wiring = target.wiring()
+    changes = wiring.plan_remove()  # every file read and checked before any is written
     apply(changes)
     lines = summary(changes)
     print(f"funes remove {target.name}:")
     print("\n".join(lines) if lines else f"  nothing to remove: funes is not set up in {target.label}")
-    for line in target.notes_after_remove(changes):
+    for line in wiring.notes_after_remove(changes):
         print(line)

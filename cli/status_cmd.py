@@ -1,4 +1,4 @@
-"""`funes status`: what a memory holds and how far indexing has got."""
+"""`funes status`: what a memory holds, how far indexing has got, and the agents on this machine."""
 
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ def status_command(
     memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Memory location, counts per agent, last indexed, vector backlog, models."""
+    """Memory location, counts per agent, last indexed, vector backlog, models; every agent found here."""
+    from funes.agents.presence import on_this_machine
     from funes.retrieval.status import memory_status, render_status
 
     status = memory_status(memory)
+    indexed = status["harnesses"]
+    status["agents"] = [found.to_json(indexed.get(found.agent.harness, {}).get("sessions", 0))
+                        for found in on_this_machine()]
     if as_json:
         print_json(status)
     else:

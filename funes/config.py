@@ -1,5 +1,6 @@
-"""Where things live on disk.  Every function reads the environment when called, so
-tests (and hooks) that set HOME or FUNES_HOME see their own paths."""
+"""Where funes's own things live on disk.  Every function reads the environment when
+called, so tests (and hooks) that set HOME or FUNES_HOME see their own paths.  An
+agent's homes belong to its definition (:meth:`funes.agents.Agent.home`)."""
 
 from __future__ import annotations
 
@@ -42,19 +43,3 @@ def cache_dir() -> Path:
 
 def models_dir() -> Path:
     return cache_dir() / "models"
-
-
-def claude_home() -> Path:
-    return _env_path("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
-
-
-def codex_home() -> Path:
-    return _env_path("CODEX_HOME") or Path.home() / ".codex"
-
-
-def pi_agent_dir() -> Path:
-    return _env_path("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent"
-
-
-def hermes_home() -> Path:
-    return _env_path("HERMES_HOME") or Path.home() / ".hermes"

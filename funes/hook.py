@@ -3,15 +3,16 @@
     <python> -I -S <funes>/hook.py <agent> [--memory SPEC] [--publish MEMORY]
 
 It reads the agent's JSON payload from stdin (all of it: an unread pipe can block
-or kill the agent), keeps the few fields that name the session, spools them under
-``$FUNES_HOME/spool/``, and exits 0.  If no worker holds the spool, the hook takes
+or kill the agent), keeps its short fields (which name the session) and the
+variables that locate the agent's home, spools them under ``$FUNES_HOME/spool/``,
+and exits 0.  If no worker holds the spool, the hook takes
 its lock (``spool/.worker.lock``) and starts ``funes.cli.hook_worker`` detached (a
 new session, stdio away from the agent's pipes) with the locked descriptor
 inherited: the worker owns the spool from its first instruction, so the other
 hooks of a burst see it held and start no second worker.  A worker looks at the
 spool again after letting the lock go, so a turn spooled at any moment is handled.
 
-It never prints on stdout (Claude and Codex read decisions there), never exits
+It never prints on stdout (agents read hook decisions there), never exits
 non-zero, and fails open: an error is logged to ``$FUNES_HOME/logs/hooks.log`` and
 the agent carries on.  It costs the agent an interpreter start, so it is run as a
 script with ``-I -S`` (no site-packages, no ``.pth`` files, no current directory on
@@ -39,10 +40,16 @@ LOCK_FD_ENV = "FUNES_WORKER_LOCK_FD"  # the spool lock the hook hands its worker
 WORKER_MODULE = "funes.cli.hook_worker"
 LOG_NAME = "hooks.log"
 WORKER_LOCK = ".worker.lock"  # held by the one worker draining the spool
-# What the worker needs from a payload to find the session (Hermes: session_id and
-# profile; the others: transcript_path).  The rest (Hermes sends the whole
-# conversation) is dropped.
-KEPT_FIELDS = ("transcript_path", "session_id", "cwd", "hook_event_name", "profile")
+# What the worker needs from a payload to find the session: its short fields
+# (strings, numbers, short lists of strings), since each agent names a session
+# its own way (a transcript path, a session id and profile, a workspace list).
+# Long and nested ones are dropped: some agents send the whole conversation.
+FIELD_MAX_CHARS = 4096
+LIST_MAX_ITEMS = 32
+# Environment variables that locate an agent's home, as the agent ran the hook
+# (an agent with profiles may point it at the profile that fired the hook); kept for the worker,
+# which may serve hooks from several homes.
+HOME_VARIABLE_SUFFIXES = ("_HOME", "_DIR")
 
 
 def funes_home() -> str:
@@ -59,6 +66,16 @@ def logs_dir() -> str:
     return os.path.join(funes_home(), "logs")
 
 
+def _short(value: object) -> bool:
+    if isinstance(value, (bool, int, float)):
+        return True
+    if isinstance(value, str):
+        return len(value) <= FIELD_MAX_CHARS
+    if isinstance(value, list):
+        return len(value) <= LIST_MAX_ITEMS and all(isinstance(v, str) and len(v) <= FIELD_MAX_CHARS for v in value)
+    return False
+
+
 def request_from(argv: list[str], payload: bytes) -> dict:
     agent, options = argv[0], dict(zip(argv[1::2], argv[2::2], strict=False))
     try:
@@ -67,12 +84,15 @@ def request_from(argv: list[str], payload: bytes) -> dict:
         fields = {}
     if not isinstance(fields, dict):
         fields = {}
-    request = {name: fields[name] for name in KEPT_FIELDS if isinstance(fields.get(name), str)}
-    request.update(agent=agent, memory=options.get("--memory"), publish=options.get("--publish"),
-                   received=time.time())
-    if os.environ.get("HERMES_HOME"):  # Hermes runs hooks with the firing profile's home
-        request["hermes_home"] = os.environ["HERMES_HOME"]
-    return request
+    return {
+        "agent": agent,
+        "memory": options.get("--memory"),
+        "publish": options.get("--publish"),
+        "received": time.time(),
+        "payload": {name: value for name, value in fields.items() if isinstance(name, str) and _short(value)},
+        "env": {name: value for name, value in os.environ.items()
+                if name.endswith(HOME_VARIABLE_SUFFIXES) and len(value) <= FIELD_MAX_CHARS},
+    }
 
 
 def spool(request: dict) -> None:
@@ -127,8 +147,13 @@ def log_failure(argv: list[str], error: BaseException) -> None:
     """Log why the hook could not hand its turn on; when the log cannot be written
     either (a full disk), say it on stderr, the one place left."""
     refused = _REFUSED.get(getattr(error, "errno", None))
-    what = (f"cannot spool the turn in {spool_dir()}: {refused}; free some space (everything indexed before"
-            " this is kept)" if refused else repr(error))
+    if refused:
+        what = (f"cannot spool the turn in {spool_dir()}: {refused}; free some space (everything indexed before"
+                " this is kept)")
+    elif isinstance(error, OSError) and error.strerror:  # a FUNES_HOME that is a file, a read-only folder
+        what = f"cannot spool the turn in {spool_dir()}: {error.strerror}"
+    else:
+        what = repr(error)
     try:
         logs = logs_dir()
         os.makedirs(logs, exist_ok=True)

@@ -132,7 +132,7 @@ def repair(location: MemoryLocation, identity: dict[str, str], dim: int, *,
 
 def _units_still_there(states: dict, discover: Callable) -> list:
     """The source units of ``states`` whose transcripts still exist (one discovery per
-    file: a Hermes state.db holds many sessions)."""
+    file: one database file may hold many sessions)."""
     by_path: dict[str, set[str]] = {}
     for key, state in states.items():
         by_path.setdefault(state.path, set()).add(key)

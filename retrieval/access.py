@@ -7,26 +7,17 @@ when the head is resolved again)."""
 
 from __future__ import annotations
 
-from funes.memory.location import MemoryLocation, check_spec, location_for
+from funes.memory.location import MemoryLocation, check_spec, location_for, looks_like_repo_id
 from funes.memory.store import Memory
 
 
 def resolve(spec: str | None) -> MemoryLocation:
-    if spec and (spec.startswith("hf://") or _looks_like_repo_id(spec)):
+    if spec and (spec.startswith("hf://") or looks_like_repo_id(spec)):
         from funes.hub.reader import hub_location
 
         check_spec(spec)
         return hub_location(spec)
     return location_for(spec)
-
-
-def _looks_like_repo_id(spec: str) -> bool:
-    """``org/repo`` (not a relative path that exists, not a URI)."""
-    from pathlib import Path
-
-    if "://" in spec or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
-        return False
-    return not Path(spec).exists()
 
 
 def open_memory(spec: str | None) -> Memory:

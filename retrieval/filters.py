@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 from funes.errors import UsageError
 from funes.traces.common import workdir_facet
-from funes.traces.model import BLOCK_TYPES, canonical_harness
+from funes.traces.model import BLOCK_TYPES
 
 _RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
@@ -78,9 +78,11 @@ class Filters:
                 raise UsageError(f"{flag} {value!r}: give a value, or leave {flag} out")
         canonical = None
         if harness:
+            from funes.agents import agent_names, canonical_harness
+
             canonical = canonical_harness(harness)
             if canonical is None:
-                raise UsageError(f"--harness {harness!r}: expected one of claude, codex, pi, hermes, parquet")
+                raise UsageError(f"--harness {harness!r}: expected one of {agent_names()}")
         if block_type and block_type not in BLOCK_TYPES:
             raise UsageError(f"--type {block_type!r}: expected one of {', '.join(BLOCK_TYPES)}")
         facet = None

@@ -59,6 +59,14 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"damage      {status['damage']['summary']}: run `funes repair`")
     reranker = status["reranker"]
     lines.append(f"reranker    {reranker['model'] if reranker['available'] else 'off: ' + reranker['reason']}")
+    for agent in status.get("agents", []):
+        if not agent["found"] and not agent["wired"]:
+            continue
+        wired = {True: "wired", False: f"not wired (funes add {agent['name']})", None: ""}[agent["wired"]]
+        if agent["problem"]:
+            wired = f"{wired}; {agent['problem']}" if wired else agent["problem"]
+        lines.append(f"agent       {agent['label']} ({agent['name']}): {agent['sessions_on_disk']} session(s) on disk, "
+                     f"{agent['indexed_sessions']} indexed" + (f", {wired}" if wired else ""))
     for remote in status.get("remotes", []):
         behind = ("up to date" if not remote["unpushed_chunks"] else
                   f"{remote['unpushed_chunks']} chunks in {remote['unpushed_sessions']} session(s) not pushed")

@@ -9,7 +9,7 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, run_cli, snapshot, write
 
-from funes.cli.agents import hook_script
+from funes.wiring import hook_script
 
 # ~/.claude.json as Claude Code writes it (2-space JSON), with a user MCP server and state.
 USER_STATE = """{

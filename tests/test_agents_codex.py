@@ -9,7 +9,7 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, run_cli, snapshot, write
 
-from funes.cli.agents import hook_script
+from funes.wiring import hook_script
 
 CONFIG = """# Codex settings
 model = "gpt-5-codex"   # the default

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from agent_helpers import assert_refused, assert_round_trip, funes, write
 
-from funes.cli.agents import hook_script
+from funes.wiring import hook_script
 
 CONFIG = """# Hermes Agent configuration
 model:

@@ -7,7 +7,7 @@ import pytest
 
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, pi_harness, run_cli, write
 
-from funes.cli.agents import hook_script
+from funes.wiring import hook_script
 
 SETTINGS = """{
   "defaultProvider": "anthropic",

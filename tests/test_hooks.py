@@ -93,7 +93,7 @@ TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn}
 def run_hook(agent: str, payload: object, *options: str, env: dict | None = None,
              cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
     """The hook exactly as `funes add` installs it."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     started = time.perf_counter()
@@ -280,11 +280,13 @@ def test_the_hook_fails_open_and_logs(memory_home, tmp_path):
         assert result.returncode == 0 and result.stdout == b""
     wait_for(settled, timeout=60)
     assert "no transcript at /nope.jsonl" in hook_log() or "names no transcript_path" in hook_log()
-    # A FUNES_HOME it cannot write: still exit 0 at once, nothing printed.
+    # A FUNES_HOME it cannot write: still exit 0 at once, and, with no log to write
+    # either, one line on stderr that says what and where.
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     _, result = run_hook("codex", {"transcript_path": "/x"}, env={**os.environ, "FUNES_HOME": str(blocked)})
-    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
+    assert result.returncode == 0 and result.stdout == b""
+    assert result.stderr.decode() == f"funes: cannot spool the turn in {blocked / 'spool'}: Not a directory\n"
 
 
 def test_a_hook_inside_a_process_a_hook_started_does_nothing(memory_home):
@@ -329,7 +331,7 @@ def test_installed_hook_commands_are_the_hook(isolated_env):
 def test_an_earlier_hook_command_is_replaced_in_place_or_removed(isolated_env):
     """Installs from before the script form (`-m funes.hook`) are upgraded by `funes add`, not doubled,
     and taken out by `funes remove`."""
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     settings = isolated_env / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)

@@ -306,7 +306,7 @@ def test_a_disk_that_refuses_the_coverage_database_is_a_clear_error(isolated_env
 def test_a_hook_on_a_full_disk_says_so_in_one_line_and_fails_open(isolated_env):
     payload = json.dumps({"session_id": "5e55f013-0000-4000-8000-000000000000",
                           "transcript_path": str(isolated_env / "t.jsonl")}).encode()
-    from funes.cli.agents import Binding
+    from funes.wiring import Binding
 
     result = under_file_size_limit(0, payload=payload, module=Binding(None).hook_command("claude"))
     assert result.returncode == 0  # an agent's turn never fails because of funes

@@ -1,10 +1,10 @@
-"""Claude Code transcripts (funes.traces.claude) on the real fixtures."""
+"""Claude Code transcripts (funes.agents.claude.parser) on the real fixtures."""
 
 from __future__ import annotations
 
 import json
 
-from funes.traces import claude
+from funes.agents.claude import parser as claude
 from trace_helpers import REAL, assert_well_formed, copy_fixture, parse_file, shape, texts, turn
 
 EPISODIC = REAL / "episodic_memory"

@@ -1,4 +1,4 @@
-"""Codex CLI rollouts (funes.traces.codex) on the real fixtures."""
+"""Codex CLI rollouts (funes.agents.codex.parser) on the real fixtures."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import zstandard
 
-from funes.traces import codex
+from funes.agents.codex import parser as codex
 from trace_helpers import REAL, assert_well_formed, copy_fixture, parse_file, shape, texts
 
 SID = "019ef2fb-6574-7f83-bd99-9118713271f2"

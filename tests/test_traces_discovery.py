@@ -9,7 +9,10 @@ import pytest
 
 import funes.traces as traces
 from funes.errors import UsageError
-from funes.traces import claude, codex, hermes, pi
+from funes.agents.claude import parser as claude
+from funes.agents.codex import parser as codex
+from funes.agents.hermes import parser as hermes
+from funes.agents.pi import parser as pi
 from trace_helpers import REAL, build_hermes_db, copy_fixture
 
 CLAUDE_SID = "06ec42c3-2184-40c5-b0ee-98c3235b4c4c"

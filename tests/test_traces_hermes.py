@@ -1,4 +1,4 @@
-"""Hermes state.db sessions (funes.traces.hermes), built by tests/fixtures/make_hermes_db.py."""
+"""Hermes state.db sessions (funes.agents.hermes.parser), built by tests/fixtures/make_hermes_db.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from funes.errors import TraceReadError
-from funes.traces import hermes
+from funes.agents.hermes import parser as hermes
 from trace_helpers import assert_well_formed, build_hermes_db, hermes_builder, shape
 
 BUILDER = hermes_builder()

@@ -1,4 +1,4 @@
-"""Hugging Face agent-traces Parquet (funes.traces.parquet)."""
+"""Hugging Face agent-traces Parquet (funes.agents.parquet.parser)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from funes.errors import TraceReadError, UsageError
-from funes.traces import parquet
+from funes.agents.parquet import parser as parquet
 from trace_helpers import assert_well_formed, shape
 
 MESSAGES = [

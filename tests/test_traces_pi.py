@@ -1,4 +1,4 @@
-"""pi sessions (funes.traces.pi) on the real fixtures, every format version."""
+"""pi sessions (funes.agents.pi.parser) on the real fixtures, every format version."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import secrets
 from collections import Counter
 
-from funes.traces import pi
+from funes.agents.pi import parser as pi
 from trace_helpers import REAL, assert_well_formed, copy_fixture, parse_file, shape, texts
 
 V1_SID = "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"

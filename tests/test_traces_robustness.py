@@ -17,7 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from funes.errors import TraceReadError
-from funes.traces import claude, codex, hermes, parquet, pi
+from funes.agents.claude import parser as claude
+from funes.agents.codex import parser as codex
+from funes.agents.hermes import parser as hermes
+from funes.agents.parquet import parser as parquet
+from funes.agents.pi import parser as pi
 from funes.traces.model import SourceUnit
 from trace_helpers import REAL, assert_well_formed, build_hermes_db, parse_file, texts
 

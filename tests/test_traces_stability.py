@@ -8,7 +8,9 @@ import uuid
 
 import pytest
 
-from funes.traces import claude, codex, pi
+from funes.agents.claude import parser as claude
+from funes.agents.codex import parser as codex
+from funes.agents.pi import parser as pi
 from trace_helpers import REAL, copy_fixture, parse_file
 
 

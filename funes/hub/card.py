@@ -55,7 +55,11 @@ def is_funes_card(text: str) -> bool:
 
 
 def render_card(remote: HubRemote, stats: CardStats, pushed_at: str) -> str:
+    from funes.agents import find_agent
+
     agents = ", ".join(f"{agent} ({count})" for agent, count in stats.chunks_per_agent.items()) or "none yet"
+    sources = ", ".join(known.label if (known := find_agent(harness)) else harness
+                        for harness in stats.chunks_per_agent) or "none yet"
     span = f"{stats.first_activity} → {stats.last_activity}" if stats.first_activity else "n/a"
     what = (f"the project memory of `{stats.project}`: the sessions of that repository its contributors chose to share"
             if stats.project else "one person's memory, hosted")
@@ -71,7 +75,7 @@ pretty_name: funes memory {remote.repo_id}
 # funes memory: `{remote.repo_id}`
 
 A [funes](https://github.com/huggingface/funes) memory: verbatim chunks of coding-agent
-transcripts (Claude Code, Codex, pi, Hermes), redacted of secrets before they were stored
+transcripts ({sources}), redacted of secrets before they were stored
 and scanned again before publication, with their provenance and embeddings, in a
 [Lance](https://lancedb.github.io/lance/) table at `chunks.lance/`. It is {what}.
 

@@ -1,6 +1,6 @@
 """Which transcripts a memory has indexed, and at what signature.
 
-One row per source unit (a transcript file, a Hermes session…): the signature it
+One row per source unit (a transcript file, one session of a database…): the signature it
 had when last indexed, what that produced, and the last read error.  A unit whose
 current signature equals its indexed one is skipped without parsing.  A read
 error is recorded as an error, never as an indexed (empty) unit, so it is retried.

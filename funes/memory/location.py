@@ -111,3 +111,11 @@ def location_for(spec: str | None) -> MemoryLocation:
     if path.name == f"{TABLE_NAME}.lance":
         path = path.parent
     return MemoryLocation(uri=str(path.resolve()), label=spec)
+
+
+def looks_like_repo_id(spec: str) -> bool:
+    """Whether a memory spec names a Hub repo, ``org/repo`` (not a relative path
+    that exists, not a URI)."""
+    if "://" in spec or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        return False
+    return not Path(spec).exists()

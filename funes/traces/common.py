@@ -1,5 +1,6 @@
-"""Helpers every parser shares: facets, timestamps, tool-input JSON, repo identity,
-turn collection and file discovery."""
+"""Helpers every parser shares: facets, timestamps, tool-input JSON, tool-call
+provenance (files, commands, exit codes), repo identity, turn collection and file
+discovery."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import configparser
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from funes.traces.model import Block, Session, SourceUnit, Turn
+from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit, Turn
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -21,7 +25,7 @@ _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 def workdir_facet(cwd: str | None, fallback: str = "") -> str:
     """The cwd with every non-alphanumeric character replaced by ``-``.
 
-    This equals Claude Code's project-folder name, so facets agree across agents.
+    This is how agents commonly name a project's folder, so facets agree across agents.
     A cwd with nothing but separators ("", "/") counts as no cwd: ``fallback``.
     """
     if cwd:
@@ -51,7 +55,7 @@ def format_ts(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds") + "Z"
 
 
-# What JavaScript's toISOString() writes, i.e. nearly every Claude, Codex and pi
+# What JavaScript's toISOString() writes, i.e. nearly every agent's
 # timestamp: already in the stored form, so only its validity needs checking.
 _CANONICAL_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
@@ -64,7 +68,7 @@ def normalize_ts(value: Any) -> str:
     try:
         if isinstance(value, (int, float)):
             seconds = float(value)
-            if abs(seconds) > 1e11:  # epoch milliseconds (pi message timestamps)
+            if abs(seconds) > 1e11:  # epoch milliseconds (JavaScript's Date.now())
                 seconds /= 1000.0
             return format_ts(datetime.fromtimestamp(seconds, tz=timezone.utc))
         if isinstance(value, str):
@@ -94,22 +98,45 @@ def clean_branch(value: Any) -> str | None:
     return None
 
 
-_REMOTE_URL = re.compile(r"(?:[:/])([^/:]+)/([^/]+?)(?:\.git)?/?$")
+# scp-like remotes (``git@host:owner/name.git``): a host, a colon, no "//".
+_SCP_REMOTE = re.compile(r"^(?:[^@/]+@)?[^/:]+:(?!//)(.+)$")
 
 
 def repo_from_remote_url(url: str) -> str | None:
-    """``owner/name`` from a git remote URL (https, ssh or scp-like)."""
-    match = _REMOTE_URL.search(url.strip())
-    if not match:
+    """``owner/name`` from a git remote URL: https or ssh URLs
+    (``https://github.com/o/n.git``, ``ssh://git@host:22/o/n``) and scp-like
+    remotes (``git@github.com:o/n.git``), with any ``.git`` suffix and trailing
+    slash dropped.  For nested groups (``gitlab.com/g/sub/n``) the last two
+    segments.  None for local paths and for URLs naming fewer than two segments."""
+    text = url.strip()
+    if "://" in text:
+        scheme, rest = text.split("://", 1)
+        if scheme.lower() == "file":
+            return None
+        path = rest.split("/", 1)[1] if "/" in rest else ""
+    else:
+        match = _SCP_REMOTE.match(text)
+        if match is None:
+            return None  # a local path
+        path = match.group(1)
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    segments = [segment for segment in path.split("/") if segment]
+    if segments:
+        segments[-1] = segments[-1].removesuffix(".git")
+    segments = [segment for segment in segments if segment]
+    if len(segments) < 2:
         return None
-    return f"{match.group(1)}/{match.group(2)}"
+    return f"{segments[-2]}/{segments[-1]}"
 
 
-def _git_dir(start: Path) -> Path | None:
+def _git_dirs(start: Path) -> tuple[Path, Path] | None:
+    """(the checkout's own git dir, which holds HEAD; the common git dir, which
+    holds config) for the checkout containing ``start``.  They differ for a
+    worktree, whose ``.git`` file points at ``<common>/worktrees/<name>``."""
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
         if dot_git.is_dir():
-            return dot_git
+            return dot_git, dot_git
         if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
             text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
             if text.startswith("gitdir:"):
@@ -117,37 +144,41 @@ def _git_dir(start: Path) -> Path | None:
                 if not git_dir.is_absolute():
                     git_dir = (folder / git_dir).resolve()
                 common = git_dir / "commondir"
-                if common.is_file():
-                    git_dir = (git_dir / common.read_text().strip()).resolve()
-                return git_dir
+                common_dir = (git_dir / common.read_text().strip()).resolve() if common.is_file() else git_dir
+                return git_dir, common_dir
     return None
 
 
 @lru_cache(maxsize=1024)
-def repo_identity(cwd: str) -> str | None:
-    """``owner/name`` of the checkout containing ``cwd``, from its ``origin`` remote
-    (else its first remote); None when the cwd no longer exists or has no remote.
-    Reads .git/config directly: no subprocess on the indexing path."""
+def checkout_identity(cwd: str) -> tuple[str | None, str | None]:
+    """(``owner/name`` from the ``origin`` remote, else the first remote; the
+    checked-out branch) of the git checkout containing ``cwd``, as it is now;
+    (None, None) when the cwd no longer exists or is in no checkout.  Reads
+    ``.git`` directly: no subprocess on the indexing path."""
     if not cwd:
-        return None
+        return None, None
     try:
         start = Path(cwd)
         if not start.is_dir():
-            return None
-        git_dir = _git_dir(start)
-        if git_dir is None:
-            return None
+            return None, None
+        dirs = _git_dirs(start)
+        if dirs is None:
+            return None, None
+        own_dir, common_dir = dirs
         config = configparser.ConfigParser(strict=False, interpolation=None)
-        config.read(git_dir / "config", encoding="utf-8")
+        config.read(common_dir / "config", encoding="utf-8")
+        head = (own_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip() \
+            if (own_dir / "HEAD").is_file() else ""
     except (OSError, configparser.Error):
-        return None
+        return None, None
     urls = {}
     for section in config.sections():
         match = re.fullmatch(r'remote "(.+)"', section)
         if match and config.has_option(section, "url"):
             urls[match.group(1)] = config.get(section, "url")
     url = urls.get("origin") or next(iter(urls.values()), None)
-    return repo_from_remote_url(url) if url else None
+    branch = clean_branch(head.removeprefix("ref: refs/heads/")) if head.startswith("ref: refs/heads/") else None
+    return (repo_from_remote_url(url) if url else None), branch
 
 
 def backfill_tool_names(session: Session) -> None:
@@ -166,10 +197,120 @@ def backfill_tool_names(session: Session) -> None:
                 block.tool_name = names.get(block.tool_use_id)
 
 
+# ---------------------------------------------------------------------------- tool-call provenance
+# The argument names tools commonly give the file they act on, and a shell command.
+PATH_ARGUMENTS = ("file_path", "path", "notebook_path", "filePath", "filename")
+COMMAND_ARGUMENTS = ("command", "cmd")
+# Shells whose ``-c`` script is the command when a call records an argv.
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell"})
+# The headers of a V4A (apply_patch) patch, and what each does to its file.
+_PATCH_HEADER = re.compile(r"^\*\*\* (Update File|Add File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
+_PATCH_ACTIONS = {"Update File": "edit", "Add File": "write", "Delete File": "delete", "Move to": "write"}
+# How agents state a command's exit status in its output, one line each:
+# "Exit code: 0", "Exit code 1", "Process exited with code 0", "Command exited with code 2".
+_EXIT_LINE = re.compile(r"(?:Exit code:?|Process exited with code|Command exited with code) (-?[0-9]{1,9})")
+
+
+def call_arguments(value: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as a mapping: a dict as is, a JSON object's text
+    decoded; None for anything else (raw input, broken JSON)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return decoded if isinstance(decoded, dict) else None
+    return None
+
+
+def command_text(value: Any) -> str | None:
+    """A shell command as a call records it: a string as is; an argv as the script
+    a shell runs (``["bash", "-lc", "make test"]`` → ``make test``), else joined
+    the way a shell would read it; None for anything else."""
+    if isinstance(value, str):
+        return value or None
+    if not isinstance(value, list) or not value or not all(isinstance(part, str) for part in value):
+        return None
+    if len(value) == 3 and Path(value[0]).name in _SHELLS and value[1].startswith("-") and value[1].endswith("c"):
+        return value[2] or None
+    return shlex.join(value)
+
+
+def patch_touches(patch: Any) -> tuple[FileTouch, ...]:
+    """The files an apply_patch (V4A) body updates, adds, deletes or moves to,
+    in patch order."""
+    if not isinstance(patch, str):
+        return ()
+    return tuple(FileTouch(path, _PATCH_ACTIONS[verb]) for verb, path in _PATCH_HEADER.findall(patch))
+
+
+def record_call(block: Block, arguments: Any, *, action: str | None = None, shell: bool = False) -> Block:
+    """Fill a tool_use block's ``files`` and ``command`` from its call's
+    arguments (a mapping, or the JSON text of one) by the common conventions:
+    with ``action`` (one of FILE_ACTIONS), the file named by the first of
+    PATH_ARGUMENTS present; with ``shell``, the command in the first of
+    COMMAND_ARGUMENTS (see :func:`command_text`)."""
+    mapping = call_arguments(arguments)
+    if mapping is None:
+        return block
+    if action is not None:
+        path = next((mapping[key] for key in PATH_ARGUMENTS if isinstance(mapping.get(key), str) and mapping[key]),
+                    None)
+        if path is not None:
+            block.files = (FileTouch(path, action),)
+    if shell:
+        block.command = next((text for key in COMMAND_ARGUMENTS if (text := command_text(mapping.get(key)))), None)
+    return block
+
+
+def stated_exit_code(line: str) -> int | None:
+    """The exit status a line of tool output states (``Exit code: 1``,
+    ``Process exited with code 0``, ``Command exited with code 2``), else None."""
+    match = _EXIT_LINE.fullmatch(line.strip())
+    return int(match.group(1)) if match else None
+
+
+def json_exit_code(text: str) -> int | None:
+    """The integer ``exit_code`` of tool output that is a JSON object (at its top,
+    or under ``metadata``), else None."""
+    mapping = call_arguments(text)
+    if mapping is None:
+        return None
+    for holder in (mapping, mapping.get("metadata")):
+        if isinstance(holder, dict) and type(holder.get("exit_code")) is int:
+            return holder["exit_code"]
+    return None
+
+
+def keep_command_exit_codes(session: Session) -> None:
+    """Exit codes belong to commands: drop a tool_result's exit code when the
+    tool_use it answers (same id) ran no shell command.  Results without a
+    matching call keep theirs."""
+    ran_command: dict[str, bool] = {}
+    for turn in session.turns:
+        for block in turn.blocks:
+            if block.block_type == "tool_use" and block.tool_use_id:
+                ran_command[block.tool_use_id] = block.command is not None
+    for turn in session.turns:
+        for block in turn.blocks:
+            if block.block_type == "tool_result" and block.exit_code is not None \
+                    and ran_command.get(block.tool_use_id or "") is False:
+                block.exit_code = None
+
+
 def finish_session(session: Session) -> Session:
-    """What every parser does last: name tool results and resolve the repository."""
+    """What every parser does last: name tool results, keep exit codes on command
+    results only, and fill the repository
+    and branch the trace does not record from the checkout at the session's cwd
+    (as it is now: a branch switched since is not seen)."""
     backfill_tool_names(session)
-    session.repo = repo_identity(session.cwd)
+    keep_command_exit_codes(session)
+    if session.repo is None or session.branch is None:
+        repo, branch = checkout_identity(session.cwd)
+        session.repo = session.repo or repo
+        session.branch = session.branch or branch
     return session
 
 
@@ -258,15 +399,61 @@ def file_unit(harness: str, path: Path, session_id: str) -> SourceUnit | None:
     return None if signature is None else SourceUnit(harness, path, session_id, signature)
 
 
+# Discovery runs inside parsers' ``discover(root)``, whose signature has no room
+# for warnings; a caller that wants them (``funes index``) collects them here.
+_discovery_warnings: ContextVar[list[ParseWarning] | None] = ContextVar("funes_discovery_warnings", default=None)
+
+
+@contextmanager
+def collecting_discovery_warnings(into: list[ParseWarning]) -> Iterator[list[ParseWarning]]:
+    """Within this block, folders discovery cannot read are reported in ``into``."""
+    token = _discovery_warnings.set(into)
+    try:
+        yield into
+    finally:
+        _discovery_warnings.reset(token)
+
+
+def discovery_warning(path: Path, message: str) -> None:
+    """Report something discovery skipped (dropped when nobody collects)."""
+    collected = _discovery_warnings.get()
+    if collected is not None:
+        collected.append(ParseWarning(str(path), 0, message))
+
+
 def walk_files(root: Path, accept: Callable[[str], bool], skip_dirs: Collection[str] = ()) -> Iterator[Path]:
-    """Files under ``root`` whose name ``accept`` takes, in sorted order, not
-    descending into folders named in ``skip_dirs``.  A file given as ``root`` is
-    yielded whatever its name: the caller asked for it."""
+    """Files under ``root`` whose name ``accept`` takes, in sorted order (a
+    folder's files, then its subfolders), not descending into folders named in
+    ``skip_dirs``.  Symlinked folders are followed, each real folder walked once
+    (so a link loop ends); a folder that cannot be read is skipped with a
+    discovery warning.  A file given as ``root`` is yielded whatever its name:
+    the caller asked for it."""
     if root.is_file():
         yield root
         return
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
-        for name in sorted(files):
-            if accept(name):
-                yield Path(folder, name)
+    visited: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in visited:
+            continue
+        visited.add(real)
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            discovery_warning(folder, f"cannot read folder ({exc.strerror or exc}): its transcripts were skipped")
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()  # follows a symlink
+            except OSError:
+                is_folder = False
+            if is_folder:
+                if entry.name not in skip_dirs:
+                    subfolders.append(Path(entry.path))
+            elif accept(entry.name):
+                yield Path(entry.path)
+        stack.extend(reversed(subfolders))

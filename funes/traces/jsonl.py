@@ -1,11 +1,11 @@
 """Reading JSON Lines transcripts that agents are still writing.
 
-Rules (shared/specs/agent-traces.md §2): decode UTF-8 with replacement, strip each
+Rules every JSON Lines parser follows: decode UTF-8 with replacement, strip each
 line, skip blanks, skip lines that are not JSON objects (each with a counted
 warning naming file and line), tolerate a partial last line, and surface read
 errors as :class:`TraceReadError` so the file is retried later instead of being
-recorded as an empty session.  ``.jsonl.zst`` files (newer Codex) are
-decompressed on the fly.
+recorded as an empty session.  ``.jsonl.zst`` files are decompressed
+on the fly.
 """
 
 from __future__ import annotations

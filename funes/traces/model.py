@@ -1,7 +1,8 @@
 """One shape for every agent's traces: Session → Turn → Block.
 
-Every parser in this package produces these objects and nothing downstream of
-parsing knows which agent wrote a transcript.  Spec: shared/specs/agent-traces.md §1.
+Every agent's parser (``funes/agents/<name>/parser.py``) produces these objects
+and nothing downstream of parsing knows which agent wrote a transcript.  A
+session's ``harness`` is its agent's stored name (:attr:`funes.agents.Agent.harness`).
 """
 
 from __future__ import annotations
@@ -9,28 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Stored facet values (compatible with the Rust funes); CLI aliases map onto them.
-HARNESSES = ("claude_code", "codex", "pi", "hermes", "parquet")
-HARNESS_ALIASES = {
-    "claude": "claude_code",
-    "claude_code": "claude_code",
-    "claude-code": "claude_code",
-    "codex": "codex",
-    "pi": "pi",
-    "hermes": "hermes",
-    "parquet": "parquet",
-}
-
 BLOCK_TYPES = ("text", "thinking", "tool_use", "tool_result")
 ROLES = ("user", "assistant", "tool")
 
 # Tiers order indexing work: what people said first, tool calls next, tool output last.
 TIER_OF_BLOCK = {"text": 1, "thinking": 1, "tool_use": 2, "tool_result": 3}
-
-
-def canonical_harness(name: str) -> str | None:
-    """The stored harness name for a CLI alias, or None when unknown."""
-    return HARNESS_ALIASES.get(name.strip().lower())
 
 
 # What a tool call did to a file, as far as its arguments tell.
@@ -91,7 +75,9 @@ class Session:
     source_path: str
     cwd: str  # raw recorded working directory ("" when none)
     workdir: str  # facet derived from cwd (see common.workdir_facet)
-    repo: str | None = None  # "owner/name" from the checkout's git remote, when known
+    # "owner/name" and branch: what the trace records (a remote URL, a branch),
+    # else what the checkout at cwd says now (common.finish_session).
+    repo: str | None = None
     branch: str | None = None
     parent_session_id: str | None = None
     is_subagent: bool = False
@@ -112,11 +98,11 @@ def session_key(harness: str, session_id: str) -> str:
 class SourceUnit:
     """One independently indexable piece of trace data.
 
-    For the JSONL agents a unit is a transcript file; for Hermes it is one session
-    inside ``state.db``; for Parquet one row (session) of a file.  ``signature``
-    changes whenever the unit's content may have changed (size and mtime for a
-    file, the newest message id for a Hermes session), so an unchanged unit is
-    never parsed twice.
+    A transcript file, one session inside an agent's database, or one row
+    (session) of an export file: whatever the agent's parser can read on its own.
+    ``signature`` changes whenever the unit's content may have changed (size and
+    mtime for a file, the newest message id for a database session), so an
+    unchanged unit is never parsed twice.
     """
 
     harness: str

@@ -23,7 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from funes.cli.agents.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
+from funes.wiring.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _SEQ_UNDER_KEY = re.compile(r"^( *)[^\s#-][^\n]*:[ \t]*\n( *)- ", re.MULTILINE)

@@ -1,12 +1,12 @@
 """OpenAI Codex CLI rollouts: ``<codex home>/sessions/YYYY/MM/DD/rollout-*.jsonl``.
 
-Spec: shared/specs/agent-traces.md §4.  Also ``archived_sessions/`` and rollouts
+Format facts: FORMAT.md beside this module.  Also ``archived_sessions/`` and rollouts
 compressed as ``.jsonl.zst`` (a plain ``.jsonl`` beside one wins).
 
 Session id = ``payload.id`` of the file's first record when that is a
-``session_meta``, else the UUID at the end of the file name.  Cwd, branch and the
-subagent flag come from the first ``session_meta`` anywhere (a forked file carries a
-second, copied one).
+``session_meta``, else the UUID at the end of the file name.  Cwd, repository
+(``git.repository_url`` as ``owner/name``), branch and the subagent flag come from
+the first ``session_meta`` anywhere (a forked file carries a second, copied one).
 
 Only ``response_item`` lines are conversation (``event_msg`` duplicates them).
 Skipped: developer/system messages and the context Codex injects as user messages
@@ -25,17 +25,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from funes import config
+from funes.agents.codex import AGENT
 from funes.traces.common import (
     TurnCollector,
     as_str,
+    call_arguments,
     clean_branch,
     compact_json,
     file_unit,
     finish_session,
     joined_text,
+    json_exit_code,
     normalize_ts,
     opt_str,
+    patch_touches,
+    record_call,
+    repo_from_remote_url,
+    stated_exit_code,
     tool_input_text,
     trailing_uuid,
     walk_files,
@@ -44,7 +50,7 @@ from funes.traces.common import (
 from funes.traces.jsonl import each_record, first_record
 from funes.traces.model import Block, Session, SourceUnit
 
-HARNESS = "codex"
+HARNESS = AGENT.harness
 
 _INJECTED_USER_PREFIXES = (
     "# AGENTS.md instructions for",
@@ -56,11 +62,15 @@ _INJECTED_USER_PREFIXES = (
 )
 _MESSAGE_TEXT_TYPES = ("input_text", "output_text", "text")
 _SUBAGENT_THREAD_SOURCES = frozenset({"subagent", "guardian_review", "memory_consolidation"})
+# Calls that run a shell command (argv or string under ``command``/``cmd``), and
+# what the others do to the file their ``path`` names.
+_SHELL_CALLS = frozenset({"shell", "container.exec", "shell_command", "exec_command"})
+_FILE_CALLS = {"view_image": "read"}
+_HEADER_LINES = 6  # a command output's header: chunk id, wall time, exit status, token count
 
 
 def default_roots() -> list[Path]:
-    home = config.codex_home()
-    return [home / "sessions", home / "archived_sessions"]
+    return AGENT.roots()
 
 
 def _is_rollout(name: str) -> bool:
@@ -97,7 +107,10 @@ def discover(root: Path) -> Iterator[SourceUnit]:
 def _apply_session_meta(session: Session, payload: dict[str, Any]) -> None:
     session.cwd = as_str(payload.get("cwd"))
     git = payload.get("git")
-    session.branch = clean_branch(git.get("branch")) if isinstance(git, dict) else None
+    git = git if isinstance(git, dict) else {}
+    session.branch = clean_branch(git.get("branch"))
+    url = git.get("repository_url")
+    session.repo = repo_from_remote_url(url) if isinstance(url, str) else None
     source = payload.get("source")
     subagent = source.get("subagent") if isinstance(source, dict) else None
     session.is_subagent = subagent is not None or payload.get("thread_source") in _SUBAGENT_THREAD_SOURCES
@@ -129,16 +142,34 @@ def _reasoning(payload: dict[str, Any]) -> Converted:
     return "assistant", [Block("thinking", "\n".join(text for text in (summary, content) if text))]
 
 
+def _provenance(block: Block, name: str | None, raw: Any) -> Block:
+    """The files and command of a call: apply_patch's from its patch headers (the
+    patch is the raw input, or the ``input`` argument; older builds ran it as the
+    shell command ``["apply_patch", patch]``), the shell tools' from ``command``/``cmd``."""
+    arguments = call_arguments(raw)
+    if name == "apply_patch":
+        block.files = patch_touches(arguments.get("input") if arguments is not None else raw)
+        return block
+    command = arguments.get("command") if arguments is not None else None
+    if name in _SHELL_CALLS and isinstance(command, list) and len(command) == 2 and command[0] == "apply_patch":
+        block.files = patch_touches(command[1])
+        return block
+    return record_call(block, arguments, action=_FILE_CALLS.get(name or ""), shell=name in _SHELL_CALLS)
+
+
 def _tool_call(payload: dict[str, Any]) -> Converted:
     """function_call (``arguments``, a JSON string) or custom_tool_call (``input``, raw
     text such as an apply_patch body): either is the tool_use text verbatim."""
-    text = tool_input_text(payload.get("arguments", payload.get("input")))
-    return "assistant", [Block("tool_use", text, opt_str(payload.get("name")), opt_str(payload.get("call_id")))]
+    raw = payload.get("arguments", payload.get("input"))
+    name = opt_str(payload.get("name"))
+    block = Block("tool_use", tool_input_text(raw), name, opt_str(payload.get("call_id")))
+    return "assistant", [_provenance(block, name, raw)]
 
 
 def _local_shell_call(payload: dict[str, Any]) -> Converted:
-    text = tool_input_text(payload.get("action"))
-    return "assistant", [Block("tool_use", text, "local_shell", opt_str(payload.get("call_id")))]
+    action = payload.get("action")
+    block = Block("tool_use", tool_input_text(action), "local_shell", opt_str(payload.get("call_id")))
+    return "assistant", [record_call(block, action, shell=True)]
 
 
 def _output_text(output: Any) -> str:
@@ -155,8 +186,26 @@ def _output_text(output: Any) -> str:
     return compact_json(output)
 
 
+def _exit_code(text: str) -> int | None:
+    """The exit status Codex writes with a command's output: ``metadata.exit_code``
+    of a JSON output (older shell tool), else an ``Exit code: N`` / ``Process
+    exited with code N`` line of the header before ``Output:``."""
+    if text.startswith("{"):
+        return json_exit_code(text)
+    for line in text.split("\n", _HEADER_LINES)[:_HEADER_LINES]:
+        if line.startswith("Output:"):
+            break
+        code = stated_exit_code(line)
+        if code is not None:
+            return code
+    return None
+
+
 def _tool_output(payload: dict[str, Any]) -> Converted:
-    return "tool", [Block("tool_result", _output_text(payload.get("output")), None, opt_str(payload.get("call_id")))]
+    text = _output_text(payload.get("output"))
+    block = Block("tool_result", text, None, opt_str(payload.get("call_id")))
+    block.exit_code = _exit_code(text)
+    return "tool", [block]
 
 
 def _agent_message(payload: dict[str, Any]) -> Converted:

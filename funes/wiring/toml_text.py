@@ -18,7 +18,7 @@ from typing import Any
 
 import tomlkit
 
-from funes.cli.agents.changes import ConfigFileError, display
+from funes.wiring.changes import ConfigFileError, display
 
 TablePath = tuple[str, ...]
 

@@ -1,6 +1,6 @@
 """Hugging Face agent-traces Parquet files: one row per session.
 
-Spec: shared/specs/agent-traces.md §7.  Required columns ``session_id`` (string) and
+Format facts: FORMAT.md beside this module.  Required columns ``session_id`` (string) and
 ``messages`` (list of strings, each a JSON-encoded OpenAI-style chat message);
 optional string columns ``sent_at`` (one timestamp for every turn of the row),
 ``file_path`` (provenance), ``metadata`` (a JSON object whose ``cwd`` gives the
@@ -28,14 +28,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from funes.agents.parquet import AGENT
 from funes.errors import TraceReadError, UsageError
 from funes.traces.common import (
     TurnCollector,
     as_str,
+    call_arguments,
     file_signature,
     finish_session,
     normalize_ts,
     opt_str,
+    patch_touches,
+    record_call,
     tool_input_text,
     walk_files,
     workdir_facet,
@@ -43,15 +47,16 @@ from funes.traces.common import (
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json
 from funes.traces.model import ROLES, Block, ParseWarning, Session, SourceUnit
 
-HARNESS = "parquet"
+HARNESS = AGENT.harness
 
 REQUIRED_COLUMNS = ("session_id", "messages")
 OPTIONAL_COLUMNS = ("sent_at", "file_path", "metadata")
 CONVERT_REF = "refs/convert/parquet"
-
-
-def default_roots() -> list[Path]:
-    return []  # Parquet is imported by path, never swept
+# Tool names (lower case) of the agents funes knows: what each does to the file its
+# arguments name, and which run a shell command.
+_FILE_TOOLS = {"read": "read", "read_file": "read", "view_image": "read", "edit": "edit", "multiedit": "edit",
+               "notebookedit": "edit", "patch": "edit", "write": "write", "write_file": "write"}
+_SHELL_TOOLS = frozenset({"bash", "powershell", "shell", "container.exec", "shell_command", "exec_command", "terminal"})
 
 
 def _is_parquet(name: str) -> bool:
@@ -129,8 +134,20 @@ def _message_blocks(message: dict[str, Any]) -> list[Block]:
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            blocks.append(Block("tool_use", tool_input_text(function.get("arguments")), opt_str(function.get("name"))))
+            name, raw = opt_str(function.get("name")), function.get("arguments")
+            blocks.append(_provenance(Block("tool_use", tool_input_text(raw), name), (name or "").lower(), raw))
     return blocks
+
+
+def _provenance(block: Block, name: str, raw: Any) -> Block:
+    """A row may come from any agent: its calls are read by the tool names of the
+    agents funes knows (case ignored)."""
+    arguments = call_arguments(raw)
+    if name == "apply_patch" or (name == "patch" and arguments is not None and arguments.get("mode") == "patch"):
+        patch = arguments.get("input", arguments.get("patch")) if arguments is not None else raw
+        block.files = patch_touches(patch)
+        return block
+    return record_call(block, arguments, action=_FILE_TOOLS.get(name), shell=name in _SHELL_TOOLS)
 
 
 def _metadata_cwd(metadata: Any) -> str:

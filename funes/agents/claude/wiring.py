@@ -13,29 +13,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from funes.cli.agents import SERVER_NAME, Binding, Integration, skill_change
-from funes.cli.agents.changes import FileChange, document_change, read_text
-from funes.cli.agents.hook_groups import remove_hooks, set_hooks
-from funes.cli.agents.json_text import JsonText
-from funes.config import claude_home
+from funes.wiring import SERVER_NAME, Binding, Wiring, skill_change
+from funes.wiring.changes import FileChange, document_change, read_text
+from funes.wiring.hook_groups import remove_hooks, set_hooks
+from funes.wiring.json_text import JsonText
 
 HOOK_TIMEOUT_S = 15  # seconds; it only bounds the hand-off to the worker
 
 
-def user_config() -> Path:
-    """Where Claude keeps user-scope MCP servers: its state file, ``~/.claude.json``, or
-    inside ``$CLAUDE_CONFIG_DIR`` when that is set."""
-    return claude_home() / ".claude.json" if os.environ.get("CLAUDE_CONFIG_DIR") else Path.home() / ".claude.json"
+class ClaudeWiring(Wiring):
+    def _home(self) -> Path:
+        return self.agent.home()  # type: ignore[return-value]
 
-
-class Claude(Integration):
-    name = "claude"
-    label = "Claude Code"
-    harness = "claude_code"
+    def user_config(self) -> Path:
+        """Where Claude keeps user-scope MCP servers: its state file, ``~/.claude.json``, or
+        inside ``$CLAUDE_CONFIG_DIR`` when that is set."""
+        return self._home() / ".claude.json" if os.environ.get("CLAUDE_CONFIG_DIR") else Path.home() / ".claude.json"
 
     def _documents(self) -> tuple[JsonText, JsonText]:
-        servers = user_config()
-        settings = claude_home() / "settings.json"
+        servers = self.user_config()
+        settings = self._home() / "settings.json"
         return JsonText(servers, read_text(servers)), JsonText(settings, read_text(settings))
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
@@ -43,15 +40,15 @@ class Claude(Integration):
         command = binding.mcp_command()
         servers.set(("mcpServers", SERVER_NAME), {"type": "stdio", "command": command[0], "args": command[1:],
                                                   "env": {}})
-        hooks = {"Stop": binding.hook_line(self.name)}
+        hooks = {"Stop": binding.hook_line(self.agent.name)}
         if binding.remote:
-            hooks["SessionStart"] = hooks["SessionEnd"] = binding.hook_line(self.name, publish=True)
+            hooks["SessionStart"] = hooks["SessionEnd"] = binding.hook_line(self.agent.name, publish=True)
         set_hooks(settings, hooks, HOOK_TIMEOUT_S)
         return [
             document_change(servers, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
             document_change(settings, "hooks: " + ", ".join(
                 f"{event} ({'publish' if event != 'Stop' else 'index the turn'})" for event in hooks)),
-            skill_change(claude_home() / "skills", install=True),
+            skill_change(self._home() / "skills", install=True),
         ]
 
     def plan_remove(self) -> list[FileChange]:
@@ -61,8 +58,5 @@ class Claude(Integration):
         return [
             document_change(servers, f'MCP server "{SERVER_NAME}"'),
             document_change(settings, "funes hooks"),
-            skill_change(claude_home() / "skills", install=False),
+            skill_change(self._home() / "skills", install=False),
         ]
-
-
-INTEGRATION = Claude()

@@ -1,6 +1,6 @@
 """Claude Code transcripts: ``<claude home>/projects/<slug>/<session>.jsonl``.
 
-Spec: shared/specs/agent-traces.md §3.  One file is one session, named by its stem.
+Format facts: FORMAT.md beside this module.  One file is one session, named by its stem.
 Subagent transcripts live in ``<slug>/<session>/subagents/agent-<id>.jsonl`` (older
 versions: ``<slug>/agent-<id>.jsonl``); their records carry the parent's
 ``sessionId``, which becomes ``parent_session_id``.
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from funes import config
+from funes.agents.claude import AGENT
 from funes.traces.common import (
     TurnCollector,
     as_str,
@@ -32,6 +32,8 @@ from funes.traces.common import (
     joined_text,
     normalize_ts,
     opt_str,
+    record_call,
+    stated_exit_code,
     tool_input_text,
     walk_files,
     workdir_facet,
@@ -39,7 +41,7 @@ from funes.traces.common import (
 from funes.traces.jsonl import each_record
 from funes.traces.model import Block, Session, SourceUnit
 
-HARNESS = "claude_code"
+HARNESS = AGENT.harness
 
 _SKIPPED_DIRS = frozenset({"tool-results"})  # externalised big outputs, previewed in the transcript
 _SKIPPED_FILES = frozenset({"journal.jsonl"})  # workflow journals, not conversations
@@ -47,10 +49,14 @@ _SKIPPED_FILES = frozenset({"journal.jsonl"})  # workflow journals, not conversa
 # of local slash commands (/context, /cost: ANSI art) that older versions wrote as
 # ordinary user records.
 _NOISE_PREFIXES = ("[Request interrupted by user", "<local-command-stdout>", "<local-command-stderr>")
+# What each tool does to the file its input names; which tools run a shell command.
+_FILE_TOOLS = {"Read": "read", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
+_SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
+INTERRUPTED_EXIT_CODE = 130
 
 
 def default_roots() -> list[Path]:
-    return [config.claude_home() / "projects"]
+    return AGENT.roots()
 
 
 def _is_transcript(name: str) -> bool:
@@ -79,6 +85,15 @@ def _text_block(text: str) -> Block:
     return Block("text", "" if text.startswith(_NOISE_PREFIXES) else text)
 
 
+def _exit_code(text: str, is_error: bool) -> int:
+    """A command result's exit status: Claude states it only on failure, as the
+    first line (``Exit code 2``); a failure without one reads 1, success 0."""
+    if not is_error:
+        return 0
+    stated = stated_exit_code(text.split("\n", 1)[0])
+    return 1 if stated is None or stated == 0 else stated
+
+
 def _blocks(content: Any) -> list[Block]:
     if isinstance(content, str):
         return [_text_block(content)]
@@ -94,11 +109,15 @@ def _blocks(content: Any) -> list[Block]:
         elif kind == "thinking":
             blocks.append(Block("thinking", as_str(part.get("thinking"))))
         elif kind == "tool_use":
-            text = tool_input_text(part.get("input"))
-            blocks.append(Block("tool_use", text, opt_str(part.get("name")), opt_str(part.get("id"))))
+            name = opt_str(part.get("name"))
+            block = Block("tool_use", tool_input_text(part.get("input")), name, opt_str(part.get("id")))
+            blocks.append(record_call(block, part.get("input"), action=_FILE_TOOLS.get(name or ""),
+                                      shell=name in _SHELL_TOOLS))
         elif kind == "tool_result":
             text = joined_text(part.get("content")) or as_str(part.get("text"))
-            blocks.append(Block("tool_result", text, None, opt_str(part.get("tool_use_id"))))
+            block = Block("tool_result", text, None, opt_str(part.get("tool_use_id")))
+            block.exit_code = _exit_code(text, part.get("is_error") is True)
+            blocks.append(block)
         # redacted_thinking (opaque), image, document, server tool parts: nothing to recall
     return blocks
 
@@ -137,6 +156,11 @@ def parse(unit: SourceUnit) -> Session:
         if not isinstance(message, dict):
             return
         blocks = _blocks(message.get("content"))
+        outcome = record.get("toolUseResult")
+        if isinstance(outcome, dict) and outcome.get("interrupted") is True:
+            for block in blocks:  # the user stopped the command: the status a shell gives Ctrl-C
+                if block.block_type == "tool_result":
+                    block.exit_code = INTERRUPTED_EXIT_CODE
         if record.get("isMeta") is True:
             blocks = [block for block in blocks if block.block_type == "tool_result"]
         if not blocks:

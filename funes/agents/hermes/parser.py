@@ -1,6 +1,6 @@
 """Hermes (NousResearch/hermes-agent) sessions, stored in SQLite.
 
-Spec: shared/specs/agent-traces.md §6.  ``<hermes home>/state.db`` and each
+Format facts: FORMAT.md beside this module.  ``<hermes home>/state.db`` and each
 ``profiles/<name>/state.db``; a root may be a database file or a folder holding one.
 
 The database is live (WAL mode, written while we read).  It is opened read-only
@@ -20,6 +20,9 @@ lack many of them.
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
 become turns in id order (timestamps are not monotonic), turn_uuid = ``str(id)``,
 parent = the previous retained turn; a ParseWarning's ``line`` is the row id.
+Branch = ``sessions.git_branch``; repository = the ``origin`` remote of the checkout
+at ``sessions.git_repo_root`` (Hermes records the root, not the remote), else of
+the cwd's checkout.
 Skipped rows: system rows, compaction summaries (``_compressed_summary = 1``),
 model-only scaffolding (``display_kind = 'hidden'``), and the synthetic
 background-review prompts.
@@ -35,30 +38,36 @@ apart; there any repeat of an earlier row is dropped, as the spec recommends.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from funes import config
+from funes.agents.hermes import AGENT, DB_NAME
 from funes.errors import TraceReadError
 from funes.traces.common import (
     TurnCollector,
+    call_arguments,
+    checkout_identity,
     clean_branch,
+    discovery_warning,
     finish_session,
     joined_text,
+    json_exit_code,
     normalize_ts,
     opt_str,
+    patch_touches,
+    record_call,
     tool_input_text,
     workdir_facet,
 )
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json
 from funes.traces.model import Block, ParseWarning, Session, SourceUnit
 
-HARNESS = "hermes"
+HARNESS = AGENT.harness
 
-DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 5.0
 RETRIES = 3
 RETRY_BACKOFF_S = 0.05
@@ -67,11 +76,15 @@ _TRANSIENT = ("disk i/o error", "locked", "busy")
 MULTIMODAL_PREFIX = "\x00json:"  # content holding JSON-encoded OpenAI-style parts
 _REVIEW_PROMPT = "Review the conversation above and"  # Hermes' background self-review harness
 _ROLES = frozenset({"user", "assistant", "tool"})
+# What Hermes' file tools do to the file their ``path`` names (``patch`` in its
+# default replace mode edits one); its shell tool.
+_FILE_TOOLS = {"read_file": "read", "write_file": "write", "patch": "edit"}
+_SHELL_TOOL = "terminal"
 _MESSAGE_COLUMNS = (
     "id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "reasoning",
     "reasoning_content", "_compressed_summary", "display_kind", "active", "compacted",
 )
-_SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "model_config", "end_reason")
+_SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "git_repo_root", "model_config", "end_reason")
 # A child session that continues its parent (not a delegated subagent).
 _CONTINUATION_MARKERS = ("_branched_from", "_reset_from")
 _CONTINUATION_END_REASONS = frozenset({"compression", "branched", "new_session", "session_reset"})
@@ -80,7 +93,7 @@ T = TypeVar("T")
 
 
 def default_roots() -> list[Path]:
-    return [config.hermes_home()]
+    return AGENT.roots()
 
 
 def databases(root: Path) -> list[Path]:
@@ -89,7 +102,15 @@ def databases(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     found = [root / DB_NAME] if (root / DB_NAME).is_file() else []
-    return found + sorted(path for path in (root / "profiles").glob(f"*/{DB_NAME}") if path.is_file())
+    profiles = root / "profiles"
+    if profiles.is_dir():
+        try:
+            names = sorted(os.listdir(profiles))
+        except OSError as exc:
+            discovery_warning(profiles, f"cannot read folder ({exc.strerror or exc}): its profiles were skipped")
+            names = []
+        found += [profiles / name / DB_NAME for name in names if (profiles / name / DB_NAME).is_file()]
+    return found
 
 
 def _decode_text(raw: bytes) -> str:
@@ -182,9 +203,21 @@ def _tool_uses(tool_calls: str) -> list[Block]:
             continue
         function = call.get("function")
         function = function if isinstance(function, dict) else {}
-        text = tool_input_text(function.get("arguments"))
-        blocks.append(Block("tool_use", text, opt_str(function.get("name")), opt_str(call.get("id"))))
+        name = opt_str(function.get("name"))
+        block = Block("tool_use", tool_input_text(function.get("arguments")), name, opt_str(call.get("id")))
+        blocks.append(_provenance(block, name, function.get("arguments")))
     return blocks
+
+
+def _provenance(block: Block, name: str | None, raw: Any) -> Block:
+    """Files and command of a Hermes tool call: ``patch`` in patch mode names its
+    files in V4A headers, every other file tool in ``path``; ``terminal`` runs
+    ``command``."""
+    arguments = call_arguments(raw)
+    if name == "patch" and arguments is not None and arguments.get("mode") == "patch":
+        block.files = patch_touches(arguments.get("patch"))
+        return block
+    return record_call(block, arguments, action=_FILE_TOOLS.get(name or ""), shell=name == _SHELL_TOOL)
 
 
 def _blocks(row: dict[str, Any], warn: Callable[[str], None]) -> list[Block]:
@@ -193,7 +226,11 @@ def _blocks(row: dict[str, Any], warn: Callable[[str], None]) -> list[Block]:
     if role == "user":
         return [Block("text", text)]
     if role == "tool":
-        return [Block("tool_result", text, opt_str(row.get("tool_name")), opt_str(row.get("tool_call_id")))]
+        name = opt_str(row.get("tool_name"))
+        block = Block("tool_result", text, name, opt_str(row.get("tool_call_id")))
+        if name == _SHELL_TOOL:
+            block.exit_code = json_exit_code(text)  # {"output": …, "exit_code": N, "error": …}
+        return [block]
     thinking = _text(row.get("reasoning_content")) or _text(row.get("reasoning"))
     try:
         tool_uses = _tool_uses(_text(row.get("tool_calls")))
@@ -233,12 +270,14 @@ def parse(unit: SourceUnit) -> Session:
 
     session_row, parent_end_reason, messages = _read(db, load)
     cwd = _text(session_row.get("cwd"))
+    repo_root = _text(session_row.get("git_repo_root"))
     session = Session(
         harness=HARNESS,
         session_id=session_id,
         source_path=str(db),
         cwd=cwd,
         workdir=workdir_facet(cwd, "hermes"),
+        repo=checkout_identity(repo_root)[0] if repo_root else None,
         branch=clean_branch(session_row.get("git_branch")),
         parent_session_id=opt_str(session_row.get("parent_session_id")),
         is_subagent=_is_subagent(session_row, parent_end_reason),

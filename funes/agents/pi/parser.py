@@ -1,6 +1,6 @@
 """pi (badlogic/pi-mono) sessions: ``<pi agent dir>/sessions/--<cwd>--/<ts>_<uuid>.jsonl``.
 
-Spec: shared/specs/agent-traces.md §5.  Line 1 is the ``session`` header; session id
+Format facts: FORMAT.md beside this module.  Line 1 is the ``session`` header; session id
 = its ``id`` (else the UUID in the file name).  Every session-format version is read:
 v1 (no entry ids), v2 (``id``/``parentId`` tree) and v3.
 
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from funes import config
+from funes.agents.pi import AGENT
 from funes.traces.common import (
     TurnCollector,
     as_str,
@@ -41,6 +41,8 @@ from funes.traces.common import (
     joined_text,
     normalize_ts,
     opt_str,
+    record_call,
+    stated_exit_code,
     tool_input_text,
     trailing_uuid,
     walk_files,
@@ -49,14 +51,17 @@ from funes.traces.common import (
 from funes.traces.jsonl import each_record, first_record
 from funes.traces.model import Block, Session, SourceUnit
 
-HARNESS = "pi"
+HARNESS = AGENT.harness
 
 # Written only by v1 pi; its v1 -> v2 migration leaves them in the header.
 _V1_HEADER_FIELDS = ("provider", "modelId", "thinkingLevel", "branchedFrom")
+# What pi's file tools do to the file their ``path`` names; its shell tool.
+_FILE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
+_SHELL_TOOL = "bash"
 
 
 def default_roots() -> list[Path]:
-    return [config.pi_agent_dir() / "sessions"]
+    return AGENT.roots()
 
 
 def _is_session_file(name: str) -> bool:
@@ -90,6 +95,16 @@ def uses_native_ids(header: dict[str, Any] | None) -> bool:
     return type(version) is int and version >= 2 and not any(field in header for field in _V1_HEADER_FIELDS)
 
 
+def _exit_code(text: str, is_error: bool) -> int:
+    """pi's bash tool ends a failed command's output with ``Command exited with
+    code N``; a failure without that line (a timeout, say) reads 1, success 0."""
+    if not is_error:
+        return 0
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    stated = stated_exit_code(last)
+    return 1 if stated is None or stated == 0 else stated
+
+
 def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | None:
     content = message.get("content")
     if role == "user":
@@ -106,15 +121,23 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
             elif kind == "thinking":
                 blocks.append(Block("thinking", as_str(part.get("thinking"))))
             elif kind == "toolCall":
-                text = tool_input_text(part.get("arguments"))
-                blocks.append(Block("tool_use", text, opt_str(part.get("name")), opt_str(part.get("id"))))
+                name = opt_str(part.get("name"))
+                block = Block("tool_use", tool_input_text(part.get("arguments")), name, opt_str(part.get("id")))
+                blocks.append(record_call(block, part.get("arguments"), action=_FILE_TOOLS.get(name or ""),
+                                          shell=name == _SHELL_TOOL))
         return "assistant", blocks
     if role == "toolResult":
         name, call_id = opt_str(message.get("toolName")), opt_str(message.get("toolCallId"))
-        return "tool", [Block("tool_result", joined_text(content), name, call_id)]
+        block = Block("tool_result", joined_text(content), name, call_id)
+        if name == _SHELL_TOOL:
+            block.exit_code = _exit_code(block.text, message.get("isError") is True)
+        return "tool", [block]
     if role == "bashExecution":
         command = as_str(message.get("command"))
-        return "user", [Block("tool_use", command, "bash"), Block("tool_result", as_str(message.get("output")), "bash")]
+        exit_code = message.get("exitCode")
+        return "user", [Block("tool_use", command, _SHELL_TOOL, command=command or None),
+                        Block("tool_result", as_str(message.get("output")), _SHELL_TOOL,
+                              exit_code=exit_code if type(exit_code) is int else None)]
     return None  # custom / hookMessage / branchSummary / compactionSummary: synthetic
 
 

@@ -1,36 +1,41 @@
-"""Agent integrations: what `funes add <agent>` installs and `funes remove` takes away.
+"""Wiring funes into an agent: what `funes add <agent>` installs and `funes remove` takes away.
 
-Every agent gets, in its own config files and formats:
+Every agent that supports them gets, in its own config files and formats:
 
 * the MCP server ``funes mcp [memory]`` (tools ``recall``, ``get``, ``status``), bound
-  to the memory named at `add` (pi has no MCP client: its extension bridges the
-  tools);
-* per-turn indexing: the agent's end-of-turn hook (pi: extension event) runs
+  to the memory named at `add` (an agent without an MCP client can bridge the
+  tools from an extension);
+* per-turn indexing: the agent's end-of-turn hook (or extension event) runs
   ``<python> -I -S <funes>/hook.py <agent>``, which hands the session to a worker;
 * for a Hub memory, publish hooks at session boundaries;
 * the ``funes-recall`` skill: when to recall, and that recalled text is quoted
   history, not instructions.
 
-One module per agent (``claude``, ``codex``, ``pi``, ``hermes``) plans these as
-:class:`~funes.cli.agents.changes.FileChange` lists; the editors in
-``json_text``/``toml_text``/``yaml_text`` change only funes's own entries, so
-`remove` leaves every other byte of the user's files as it was.
+Each agent's :class:`Wiring` (``funes/agents/<name>/wiring.py``) plans these as
+:class:`~funes.wiring.changes.FileChange` lists; nothing is written while
+planning.  The editors shared by every agent (``json_text``, ``toml_text``,
+``yaml_text``, ``hook_groups`` for the common hooks object) change only
+funes's own entries, so `remove` leaves every other byte of the user's files as
+it was.  The CLI applies the changes and prints them.
 """
 
 from __future__ import annotations
 
-import importlib
 import shlex
 import shutil
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from funes.cli.agents.changes import FileChange, owned_file, read_text
-from funes.errors import FunesError, UsageError
+from funes.errors import FunesError
+from funes.memory.location import looks_like_repo_id
+from funes.wiring.changes import FileChange, owned_file, read_text
 
-AGENTS = ("claude", "codex", "pi", "hermes")
+if TYPE_CHECKING:
+    from funes.agents.base import Agent
+
 SERVER_NAME = "funes"
 HOOK_MODULE = "funes.hook"
 SKILL_NAME = "funes-recall"
@@ -49,9 +54,7 @@ def funes_executable() -> str:
 
 
 def is_hub_memory(spec: str | None) -> bool:
-    from funes.retrieval.access import _looks_like_repo_id
-
-    return bool(spec) and (spec.startswith("hf://") or _looks_like_repo_id(spec))  # type: ignore[union-attr]
+    return bool(spec) and (spec.startswith("hf://") or looks_like_repo_id(spec))  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class Binding:
         return command
 
     def hook_line(self, agent: str, *, publish: bool = False) -> str:
-        """The hook as one command line (shells and Hermes' shlex split it back)."""
+        """The hook as one command line (shells, and agents that shlex-split hook commands, read it back)."""
         return shlex.join(self.hook_command(agent, publish=publish))
 
 
@@ -129,10 +132,18 @@ def skill_change(skills_dir: Path, install: bool) -> FileChange:
                       owned_from=skills_dir)
 
 
-class Integration(ABC):
-    name: str  # as typed: claude, codex, pi, hermes
-    label: str  # the agent as people call it
-    harness: str  # stored harness of its transcripts
+class Wiring(ABC):
+    """funes in one agent's own config files: planned, never written here.
+
+    ``plan_add`` and ``plan_remove`` read every file they touch and return the
+    changes (a malformed user file raises
+    :class:`~funes.wiring.changes.ConfigFileError` before anything is written);
+    running ``plan_add`` again on its own result plans no change, and
+    ``plan_remove`` after it gives back the files' original bytes.
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
 
     @abstractmethod
     def plan_add(self, binding: Binding) -> list[FileChange]:
@@ -142,19 +153,15 @@ class Integration(ABC):
     def plan_remove(self) -> list[FileChange]:
         """Every file change that takes funes's entries and files away."""
 
+    def installed(self) -> bool:
+        """Whether funes is set up in the agent: its removal would change a file."""
+        return any(change.changed for change in self.plan_remove())
+
     def notes_after_add(self, binding: Binding, changes: list[FileChange]) -> list[str]:
         """What the user still has to do (restart, trust a hook…)."""
         if not any(change.changed for change in changes):
             return []
-        return [f"Restart {self.label} (or start a new session) to load the tools and hooks."]
+        return [f"Restart {self.agent.label} (or start a new session) to load the tools and hooks."]
 
     def notes_after_remove(self, changes: list[FileChange]) -> list[str]:
-        return [f"Restart {self.label} to unload funes."] if any(c.changed for c in changes) else []
-
-
-def integration(name: str) -> Integration:
-    key = name.strip().lower()
-    if key not in AGENTS:
-        raise UsageError(f"unknown agent {name!r}: expected one of {', '.join(AGENTS)}")
-    module = importlib.import_module(f"funes.cli.agents.{key}")
-    return module.INTEGRATION
+        return [f"Restart {self.agent.label} to unload funes."] if any(c.changed for c in changes) else []

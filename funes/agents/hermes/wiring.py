@@ -15,11 +15,10 @@ import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
-from funes.cli.agents import SERVER_NAME, Binding, Integration, is_funes_hook, skill_change
-from funes.cli.agents.changes import FileChange, document_change, read_text
-from funes.cli.agents.json_text import JsonText
-from funes.cli.agents.yaml_text import YamlText
-from funes.config import hermes_home
+from funes.wiring import SERVER_NAME, Binding, Wiring, is_funes_hook, skill_change
+from funes.wiring.changes import FileChange, document_change, read_text
+from funes.wiring.json_text import JsonText
+from funes.wiring.yaml_text import YamlText
 
 HOOK_TIMEOUT_S = 30
 INDEX_EVENT = "post_llm_call"
@@ -42,23 +41,20 @@ def _approval(event: str, command: str) -> dict:
             "script_mtime_at_approval": script_mtime}
 
 
-class Hermes(Integration):
-    name = "hermes"
-    label = "Hermes"
-    harness = "hermes"
-
+class HermesWiring(Wiring):
     def _documents(self) -> tuple[YamlText, JsonText]:
-        config = hermes_home() / "config.yaml"
-        allowlist = hermes_home() / ALLOWLIST
+        home: Path = self.agent.home()  # type: ignore[assignment]
+        config = home / "config.yaml"
+        allowlist = home / ALLOWLIST
         return YamlText(config, read_text(config)), JsonText(allowlist, read_text(allowlist))
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
         config, allowlist = self._documents()
         command = binding.mcp_command()
         config.set(("mcp_servers", SERVER_NAME), {"command": command[0], "args": command[1:]})
-        desired = {INDEX_EVENT: binding.hook_line(self.name)}
+        desired = {INDEX_EVENT: binding.hook_line(self.agent.name)}
         if binding.remote:
-            desired.update({event: binding.hook_line(self.name, publish=True) for event in PUBLISH_EVENTS})
+            desired.update({event: binding.hook_line(self.agent.name, publish=True) for event in PUBLISH_EVENTS})
         self._set_hooks(config, desired)
         self._set_approvals(allowlist, desired)
         return [
@@ -66,7 +62,7 @@ class Hermes(Integration):
                             + ", ".join(f"{e} ({'index the turn' if e == INDEX_EVENT else 'publish'})"
                                         for e in desired)),
             document_change(allowlist, "approvals of funes's hooks", mode=0o600),
-            skill_change(hermes_home() / "skills", install=True),
+            skill_change(self.agent.home() / "skills", install=True),
         ]
 
     def plan_remove(self) -> list[FileChange]:
@@ -77,7 +73,7 @@ class Hermes(Integration):
         return [
             document_change(config, f'MCP server "{SERVER_NAME}" and funes hooks'),
             document_change(allowlist, "approvals of funes's hooks"),
-            skill_change(hermes_home() / "skills", install=False),
+            skill_change(self.agent.home() / "skills", install=False),
         ]
 
     @staticmethod
@@ -115,5 +111,3 @@ class Hermes(Integration):
             if (event, command) not in approved:
                 allowlist.append(("approvals",), _approval(event, command))
 
-
-INTEGRATION = Hermes()

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from funes.cli.agents import FILES, SKILL_NAME, Binding, Integration, skill_description, skill_text
-from funes.cli.agents.changes import FileChange, document_change, owned_file, read_text
-from funes.cli.agents.json_text import JsonText
-from funes.config import funes_home, pi_agent_dir
+from funes.config import funes_home
+from funes.wiring import SKILL_NAME, Binding, Wiring, skill_description, skill_text
+from funes.wiring.changes import FileChange, document_change, owned_file, read_text
+from funes.wiring.json_text import JsonText
 
+FILES = Path(__file__).parent / "files"
 PACKAGE_FILES = ("index.ts", "package.json")
 
 
@@ -27,13 +28,19 @@ def package_dir() -> Path:
 
 
 def _package_contents(binding: Binding, agent: str) -> dict[str, str]:
+    from funes.agents import all_agents
+
+    agents = [known for known in all_agents() if known.swept]
     settings = {
         "mcp": binding.mcp_command(),
         "index": binding.hook_command(agent),
         "publish": binding.hook_command(agent, publish=True) if binding.remote else None,
         "guidelines": [skill_description()],
+        # Named in the tools' descriptions: the agents whose sessions a memory holds.
+        "agents": ", ".join(known.label for known in agents),
+        "harnesses": ", ".join(known.name for known in all_agents()),
     }
-    contents = {name: (FILES / "pi" / name).read_text(encoding="utf-8") for name in PACKAGE_FILES}
+    contents = {name: (FILES / name).read_text(encoding="utf-8") for name in PACKAGE_FILES}
     contents["funes.json"] = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
     contents[f"skills/{SKILL_NAME}/SKILL.md"] = skill_text()
     return contents
@@ -47,13 +54,9 @@ def _is_our_entry(entry: object, settings_dir: Path) -> bool:
     return (path if path.is_absolute() else settings_dir / path).resolve() == package_dir().resolve()
 
 
-class Pi(Integration):
-    name = "pi"
-    label = "pi"
-    harness = "pi"
-
+class PiWiring(Wiring):
     def _settings(self) -> JsonText:
-        path = pi_agent_dir() / "settings.json"
+        path = self.agent.home() / "settings.json"  # type: ignore[operator]
         return JsonText(path, read_text(path))
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
@@ -62,7 +65,7 @@ class Pi(Integration):
         if not isinstance(packages, list) or not any(_is_our_entry(e, settings.path.parent) for e in packages):
             settings.append(("packages",), str(package_dir()))  # refuses a "packages" that is not a list
         files = [owned_file(package_dir() / name, content, f"pi extension ({name})", owned_from=funes_home())
-                 for name, content in _package_contents(binding, self.name).items()]
+                 for name, content in _package_contents(binding, self.agent.name).items()]
         return [document_change(settings, f"packages: {package_dir()}"), *files]
 
     def plan_remove(self) -> list[FileChange]:
@@ -81,5 +84,3 @@ class Pi(Integration):
             return []
         return ["Restart pi (or /reload) to load the funes extension: tools recall, get, status."]
 
-
-INTEGRATION = Pi()

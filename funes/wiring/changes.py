@@ -207,7 +207,7 @@ def display(path: Path) -> str:
 
 
 def summary(changes: list[FileChange]) -> list[str]:
-    """One line per file funes changed: ``updated ~/.claude.json: MCP server …``."""
+    """One line per file funes changed: ``updated ~/.agent/config.json: MCP server …``."""
     return [f"  {change.verb} {display(change.path)}: {change.what}" for change in changes if change.changed]
 
 

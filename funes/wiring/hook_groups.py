@@ -1,11 +1,11 @@
-"""funes's hooks in a Claude-style hooks object (Claude's settings.json, Codex's hooks.json):
+"""funes's hooks in the hooks object several agents share (in a settings or hooks JSON file):
 
     {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "…", "timeout": 15}]}], …}}
 
 funes's handlers are those whose command runs funes's hook (``is_funes_hook``).  Setting them
 keeps a group of funes's where it is (rewritten in place when its command
-changed) and appends a missing one last, so other groups never move: Codex keys
-its hook trust by position.  Removing them deletes funes's groups (or handlers,
+changed) and appends a missing one last, so other groups never move: an agent
+may key its hook trust by position.  Removing them deletes funes's groups (or handlers,
 in a group shared with the user's) and the lists that leaves empty.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from funes.cli.agents import is_funes_hook
-from funes.cli.agents.changes import ConfigFileError, display
-from funes.cli.agents.json_text import JsonText
+from funes.wiring import is_funes_hook
+from funes.wiring.changes import ConfigFileError, display
+from funes.wiring.json_text import JsonText
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from funes.cli.agents import SERVER_NAME, Binding, Integration, skill_change
-from funes.cli.agents.changes import FileChange, document_change, read_text
-from funes.cli.agents.hook_groups import funes_handlers, remove_hooks, set_hooks
-from funes.cli.agents.json_text import JsonText
-from funes.cli.agents.toml_text import TomlText
-from funes.config import codex_home
+from funes.wiring import SERVER_NAME, Binding, Wiring, skill_change
+from funes.wiring.changes import FileChange, document_change, read_text
+from funes.wiring.hook_groups import funes_handlers, remove_hooks, set_hooks
+from funes.wiring.json_text import JsonText
+from funes.wiring.toml_text import TomlText
+
+if TYPE_CHECKING:
+    from funes.agents.base import Agent
 
 HOOK_TIMEOUT_S = 15
 STARTUP_TIMEOUT_S = 30  # Codex's default 10 s is short for a cold Python server
@@ -32,17 +35,15 @@ def _snake(event: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
 
 
-class Codex(Integration):
-    name = "codex"
-    label = "Codex"
-    harness = "codex"
-
-    def __init__(self) -> None:
+class CodexWiring(Wiring):
+    def __init__(self, agent: Agent) -> None:
+        super().__init__(agent)
         self.shifted_events: list[str] = []  # set by plan_remove: events whose later groups moved up
 
     def _documents(self) -> tuple[TomlText, JsonText]:
-        config = codex_home() / "config.toml"
-        hooks = codex_home().absolute() / "hooks.json"
+        home: Path = self.agent.home()  # type: ignore[assignment]
+        config = home / "config.toml"
+        hooks = home.absolute() / "hooks.json"
         return TomlText(config, read_text(config)), JsonText(hooks, read_text(hooks))
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
@@ -52,9 +53,9 @@ class Codex(Integration):
             "command": command[0], "args": command[1:],
             "startup_timeout_sec": STARTUP_TIMEOUT_S, "tool_timeout_sec": TOOL_TIMEOUT_S,
         })
-        desired = {"Stop": binding.hook_line(self.name)}
+        desired = {"Stop": binding.hook_line(self.agent.name)}
         if binding.remote:
-            desired["SessionStart"] = binding.hook_line(self.name, publish=True)
+            desired["SessionStart"] = binding.hook_line(self.agent.name, publish=True)
         set_hooks(hooks, desired, HOOK_TIMEOUT_S)
         return [
             document_change(config, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
@@ -99,5 +100,3 @@ class Codex(Integration):
                          f"{', '.join(self.shifted_events)} moved up, so review them once in /hooks.")
         return notes
 
-
-INTEGRATION = Codex()

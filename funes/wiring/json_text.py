@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from funes.cli.agents.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
+from funes.wiring.changes import MISSING, ConfigFileError, KeyPath, display, dotted, value_at
 
 
 _WS = re.compile(r"[ \t\n\r]*")
