@@ -94,29 +94,70 @@ memory is re-embedded.  *Ranking stage* (`retrieval/ranking.py`), after the
 unchanged convex fusion (0.6 BM25/best + 0.4 cosine): tool calls and results
 weigh 0.8, a text that ends in a question 0.7, a block split into n chunks
 n^-0.1, each candidate gains 0.3 × the best score of its session, and one hit
-stands for each block (identical texts in a session once).
+stands for each block (identical texts in a session once).  *What a hit shows*
+(`retrieval/passage.py`, new in round 2): its whole block when the block is at
+most 1,200 characters, else the 1,200 characters of it centred on the chunk
+that matched, verbatim; a tool call as its arguments, one `name: value` a line,
+instead of escaped JSON.  The gold is a turn, and the chunk that ranks best is
+not always the piece of the turn that answers (the reasoning before a
+conclusion, the line of a log after the matched one): round 1's hits showed
+their chunk only, and 7 of the coding set's 140 gold turns (tool calls whose
+argument holds a newline or a quote) could match no hit text at all; with
+passages every gold turn can.  The text shown grows from 245 to 341 characters
+a hit on average (coding dev, top 10, measured in process); LoCoMo's turns are
+single short chunks, so nothing changes there.
 
 **How it was chosen.**  Each lever was measured alone and added in turn on both
 sets (ablation below), in process on the same memories and scored like the CLI
-runs.  The weights then came from a grid (dense weight 0.3–0.5 × question
-weight 1/0.8/0.7 × tool weight 1/0.9/0.8 × long-block exponent 0/0.1/0.2 ×
-session weight 0/0.2/0.3), choosing the setting best on the sum of R@10 +
-MRR@10 over both sets where the two sets agree: LoCoMo has no tool or split
-blocks, so the tool and long-block weights are the coding set's, and the
-question and session weights LoCoMo's; the dense weight stays 0.4, within
-noise of the best on both.  The leave-one-out estimates choose from the same
-grid on all but one coding session (LoCoMo conversation) and score the one left
-out; they sit close to the in-sample figures, and every fold improves on the
-previous ranking (per-fold table).  With 100 coding questions one standard
-error of R@10 is about 0.045, so differences of a few hundredths between
-neighbouring settings are noise; the grid is flat around the choice.
+runs.  The weights came from a grid (dense weight 0.3–0.5 × question weight
+1/0.8/0.7 × tool weight 1/0.9/0.8 × long-block exponent 0/0.1/0.2 × session
+weight 0/0.2/0.3), choosing the setting best on the sum of R@10 + MRR@10 over
+both sets where the two sets agree: LoCoMo has no tool or split blocks, so the
+tool and long-block weights are the coding set's, and the question and session
+weights LoCoMo's.  The leave-one-out estimates choose from the same grid on all
+but one coding session (LoCoMo conversation) and score the one left out, with
+hits shown as passages.  With passages most coding folds pick dense weight 0.5
+and tool traffic unweighted (picks below): in sample that is R@10 −0.015 and
+MRR@10 +0.025 against the shipped weights, but it loses R@10 in two of the three
+large sessions (8463c716 −0.04, ae4a77f8 −0.02) and MRR@10 in two folds, and
+LoCoMo moves by −0.002 MRR@10; a trade within noise that does not hold on every
+fold, so the round-1 weights stay.  The passage itself has one constant (1,200
+characters: two chunks; 2,000 scored R@10 0.807 / MRR@10 0.439, 800 0.772 /
+0.429) and raises or keeps every fold of both sets (per-fold tables).  With 100
+coding questions one standard error of R@10 is about 0.045 and of MRR@10 about
+0.04, so differences of a few hundredths between neighbouring settings are
+noise.
 
-**Tried, not kept** (in process, measured on the way with the tool and
-long-block weights but before the question and session weights; differences
-against that setting): vectors of tool calls decoded from JSON (coding +0.01
-R@10, −0.01 MRR@10; every memory would need a re-embed); vectors of text and
-thinking that carry the conversation chunk before them (coding −0.01 R@10 /
-−0.025 MRR@10, LoCoMo ±0.01 / −0.01; also a re-embed); Rocchio feedback on the
+**Tried in round 2, not kept** (in process, scratch runs of the same harness on
+the same memories, R@10 / MRR@10 on coding against the setting of the row they
+change; LoCoMo where it can move): *turn-level aggregation*, a block scored by
+its best chunk + 0.2 × its second (with passages −0.05 / +0.00: long tool
+output gains from matching twice); *near-duplicate collapse*, a hit left out
+whose word-trigram Jaccard with a higher hit is ≥ 0.4–0.8 (with chunks +0.01 /
++0.003, LoCoMo unchanged: noise); *query-dependent fusion*, the dense weight
+lowered for queries with identifier-shaped words (code, paths, names with
+digits: 45 of the coding questions, 174 of LoCoMo's) by 0.5–1.0 × their share
+of the words, or to 0.25 when any (coding −0.005 to −0.01 / −0.002 to −0.011,
+LoCoMo −0.002 to +0.002 / −0.001 to −0.002): the dev questions are asked in words, and the words
+they do share with code are already split into parts by the tokenizer;
+*neighbours*, a candidate gaining 0.1–0.3 × the best candidate within 1–4
+turns before or after it (with chunks −0.05 to +0.01 / −0.01 to +0.03, LoCoMo
+±0.01; the best on both, 0.2 × within 2 turns, +0.01 / +0.007 and ±0 / +0.003:
+noise); *vectors of tool results that carry the head of their
+call*, of tool calls decoded from JSON, or both (with passages +0.005 / +0.007
+at the shipped weights, −0.01 / +0.01 at dense 0.5: noise, and every memory
+would need a re-embed).  *Dense text carrying the preceding user prompt* was
+not run: of the hits ranked above the first right one in the coding set
+(round 1's ranking), 72 % are turns of the gold's own session more than two
+turns from it, 8 % within two turns and 20 % from other sessions, and the six
+sessions hold 14 user texts among 4,433 chunks, so a prefix shared by hundreds
+of a session's chunks cannot reorder them; round 1's vectors carrying the chunk before
+them (the LoCoMo form of it) scored coding −0.01 / −0.025.
+
+**Tried in round 1, not kept** (measured with chunks shown, before the
+question and session weights): vectors of tool calls decoded from JSON (+0.01 /
+−0.01); vectors of text and thinking that carry the conversation chunk before
+them (coding −0.01 / −0.025, LoCoMo ±0.01 / −0.01); Rocchio feedback on the
 query vector from the top 3–10 hits (coding −0.01 to +0.02 R@10, MRR@10 ≤ 0,
 LoCoMo ±0.003); min-max, z-score and reciprocal-rank fusion instead of the
 convex mix (coding R@10 −0.08 to +0.01, LoCoMo lower at every weight tried);
@@ -124,10 +165,10 @@ dense weights per block type (no gain); the tool calls that follow a text in its
 document (no gain fused); BM25 k1 1.2 or b 0.3–0.9 (±0.015); three or four
 context chunks instead of two (±0.015).
 
-The tool calls' own text is stored as compact JSON (docs/architecture.md, the
-Rust funes's format), while the coding set's gold for a tool call is an argument
-value: 7 of its 140 gold turns (all tool calls) can match no hit text, which caps
-its R@10 near 0.95.
+Where the rest is lost (coding): most of the hits ranked above a right one are
+other turns of the same session on the same topic (a plan, a later summary, the
+same error in another run), which neither BM25 nor MiniLM orders better; no
+cross-encoder could be fetched here to try one.
 """
 
 def eval_dir(arg: str | None) -> Path:
@@ -276,20 +317,24 @@ def _ablation_settings():
 
     return [
         ("before this work: `\\w\\w+` tokens, context = any two chunks before, no ranking stage",
-         "previous", FUSION, None),
-        ("+ identifiers whole and in parts", "previous documents", FUSION, None),
-        ("+ documents by block type (the shipped representation)", "product", FUSION, None),
-        ("+ one hit per block", "product", FUSION, Ranking(1.0, 1.0, 0.0, 0.0)),
-        ("+ tool calls and results x0.8", "product", FUSION, Ranking(0.8, 1.0, 0.0, 0.0)),
-        ("+ blocks of n chunks x n^-0.1", "product", FUSION, Ranking(0.8, 1.0, 0.1, 0.0)),
-        ("+ texts that end in a question x0.7", "product", FUSION, Ranking(0.8, 0.7, 0.1, 0.0)),
-        ("+ 0.3 x the session's best (shipped)", "product", FUSION, RANKING),
-        ("shipped, dense weight 0.3", "product", Fusion("convex", 0.7, 0.3), RANKING),
-        ("shipped, dense weight 0.5", "product", Fusion("convex", 0.5, 0.5), RANKING),
-        ("shipped, equal-weight RRF", "product", Fusion.named("rrf"), RANKING),
-        ("shipped, BM25 only", "product", Fusion.named("lexical"), RANKING),
-        ("shipped, vectors only", "product", Fusion.named("dense"), RANKING),
-        ("shipped ranking stage over the previous representation", "previous", FUSION, RANKING),
+         "previous", FUSION, None, "chunk"),
+        ("+ identifiers whole and in parts", "previous documents", FUSION, None, "chunk"),
+        ("+ documents by block type (the shipped representation)", "product", FUSION, None, "chunk"),
+        ("+ one hit per block", "product", FUSION, Ranking(1.0, 1.0, 0.0, 0.0), "chunk"),
+        ("+ tool calls and results x0.8", "product", FUSION, Ranking(0.8, 1.0, 0.0, 0.0), "chunk"),
+        ("+ blocks of n chunks x n^-0.1", "product", FUSION, Ranking(0.8, 1.0, 0.1, 0.0), "chunk"),
+        ("+ texts that end in a question x0.7", "product", FUSION, Ranking(0.8, 0.7, 0.1, 0.0), "chunk"),
+        ("+ 0.3 x the session's best (the ranking of round 1)", "product", FUSION, RANKING, "chunk"),
+        ("+ a hit shows its block around the chunk (≤ 1,200 characters), a tool call as its arguments (shipped)",
+         "product", FUSION, RANKING, "passage"),
+        ("shipped, dense weight 0.3", "product", Fusion("convex", 0.7, 0.3), RANKING, "passage"),
+        ("shipped, dense weight 0.5", "product", Fusion("convex", 0.5, 0.5), RANKING, "passage"),
+        ("shipped, dense weight 0.5 and tool traffic unweighted", "product", Fusion("convex", 0.5, 0.5),
+         dataclasses.replace(RANKING, tool_weight=1.0), "passage"),
+        ("shipped, equal-weight RRF", "product", Fusion.named("rrf"), RANKING, "passage"),
+        ("shipped, BM25 only", "product", Fusion.named("lexical"), RANKING, "passage"),
+        ("shipped, vectors only", "product", Fusion.named("dense"), RANKING, "passage"),
+        ("shipped ranking stage over the previous representation", "previous", FUSION, RANKING, "passage"),
     ]
 
 
@@ -305,11 +350,13 @@ def ablation(kit: Path, corpora: dict[str, Path]) -> dict:
         print(f"[{name}] ablation …", file=sys.stderr, flush=True)
         dev = ra.DevSet.load(name, corpus, kit)
         first = None
-        for label, representation, fusion, ranking in _ablation_settings():
-            per_q = ra.per_question(sc, dev, dev.hits(representation, fusion, ranking))
+        for label, representation, fusion, ranking, shown in _ablation_settings():
+            per_q = ra.per_question(sc, dev, dev.hits(representation, fusion, ranking, shown))
             out["runs"].setdefault(label, {})[name] = ra.summary(dev, per_q)
             if label.startswith("before"):
                 first = per_q
+            if label.endswith("(the ranking of round 1)"):
+                round1 = per_q
             if label.endswith("(shipped)"):
                 shipped = per_q
         group_of = (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
@@ -318,6 +365,7 @@ def ablation(kit: Path, corpora: dict[str, Path]) -> dict:
         for group in sorted({group_of(q) for q in dev.qrels}):
             qids = {q["qid"] for q in dev.qrels if group_of(q) == group}
             folds[group] = {"before": ra.summary(dev, first, qids)["overall"],
+                            "round 1": ra.summary(dev, round1, qids)["overall"],
                             "shipped": ra.summary(dev, shipped, qids)["overall"]}
         out["folds"][name] = folds
     return out
@@ -367,6 +415,7 @@ def ablation_tables(result: dict, sets: list[str]) -> list[str]:
         lines.append(f"Leave-one-out picks, {DEV_SETS[s]} ({cv[s]['settings']} settings): {shown}.")
         lines.append("")
     before = next(label for label in runs if label.startswith("before"))
+    round1 = next(label for label in runs if label.endswith("(the ranking of round 1)"))
     shipped = next(label for label in runs if label.endswith("(shipped)"))
     for s in sets:
         categories = sorted(runs[shipped][s]["by_category"])
@@ -374,7 +423,7 @@ def ablation_tables(result: dict, sets: list[str]) -> list[str]:
         lines += [f"Per category, R@10 / MRR@10 ({DEV_SETS[s]}, in process):", "",
                   "| run | " + " | ".join(f"{c} ({counts[c]})" for c in categories) + " |",
                   "|" + " --- |" * (len(categories) + 1)]
-        for label, summary in ((before, runs[before][s]), ("shipped", runs[shipped][s]),
+        for label, summary in ((before, runs[before][s]), ("round 1", runs[round1][s]), ("shipped", runs[shipped][s]),
                                ("leave-one-out", cv[s]["summary"])):
             lines.append(f"| {label} | " + " | ".join(_cell(summary["by_category"].get(c), "c")
                                                       for c in categories) + " |")
@@ -384,8 +433,8 @@ def ablation_tables(result: dict, sets: list[str]) -> list[str]:
             lines += [f"Per gold block type, R@10 ({DEV_SETS[s]}, in process; n = gold turns):", "",
                       "| run | " + " | ".join(f"{b} ({runs[shipped][s]['by_block'][b]['n']})" for b in blocks) + " |",
                       "|" + " --- |" * (len(blocks) + 1)]
-            for label, summary in ((before, runs[before][s]), ("shipped", runs[shipped][s]),
-                                   ("leave-one-out", cv[s]["summary"])):
+            for label, summary in ((before, runs[before][s]), ("round 1", runs[round1][s]),
+                                   ("shipped", runs[shipped][s]), ("leave-one-out", cv[s]["summary"])):
                 lines.append(f"| {label} | " + " | ".join(f"{summary['by_block'][b]['R@10']:.3f}" for b in blocks)
                              + " |")
             lines += [""]
@@ -393,7 +442,7 @@ def ablation_tables(result: dict, sets: list[str]) -> list[str]:
         lines += [f"Per {'session' if s == 'coding' else 'conversation'}, R@10 / MRR@10 ({DEV_SETS[s]}, in process):",
                   "", "| run | " + " | ".join(f"{g[:8]} ({folds[g]['shipped']['n']})" for g in folds) + " |",
                   "|" + " --- |" * (len(folds) + 1)]
-        for which in ("before", "shipped"):
+        for which in ("before", "round 1", "shipped"):
             lines.append(f"| {which} | " + " | ".join(f"{folds[g][which]['R@10']:.3f} / {folds[g][which]['MRR@10']:.3f}"
                                                       for g in folds) + " |")
         lines += [""]
@@ -404,6 +453,7 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
     """The settings measured as the default, with what they scored."""
     from funes.memory import lexical
     from funes.retrieval.fusion import DEFAULT as FUSION
+    from funes.retrieval.passage import PASSAGE_CHARS
     from funes.retrieval.ranking import DEFAULT as RANKING
 
     shipped = next(label for label in result["runs"] if label.endswith("(shipped)"))
@@ -417,7 +467,7 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
             figures[name]["cli"] = {m: round(cli[name]["convex"]["all"]["overall"][m], 4) for m in ("R@10", "MRR@10")}
     return {"fusion": dataclasses.asdict(FUSION), "ranking": dataclasses.asdict(RANKING),
             "tokenizer": lexical.TOKENIZER, "bm25": lexical.BM25_PARAMS, "document": lexical.DOCUMENT,
-            "measured": figures}
+            "passage": {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}, "measured": figures}
 
 
 def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None) -> str:

@@ -9,7 +9,10 @@ Lance does for a memory this small (no vector index below 25,000 rows); BM25 is
 the product's :class:`LexicalIndex` over documents built by the product's
 :func:`documents_from_rows` (or, for the "before" rows, by
 :func:`previous_documents` and :func:`previous_tokenize`, the scheme this work
-replaced, kept here only to measure against).
+replaced, kept here only to measure against).  A hit's text is what the product
+shows, the passage of its block (:func:`funes.retrieval.passage.passage`, over the
+block's chunks as read from the table), or for the rows measured before it, the
+bare chunk.
 
 Cross-validation: leave one group out (a coding session; a LoCoMo conversation),
 pick the setting of :func:`ranking_grid` with the best R@10 + MRR@10 on the other
@@ -77,6 +80,7 @@ class DevSet:
     splits: dict[tuple[str, str, int], int]
     _lexical: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
     _dense: list[list[tuple[str, float]]] | None = None
+    _pieces: dict[tuple[str, str, int], list[tuple[int, str]]] | None = None
 
     @classmethod
     def load(cls, name: str, corpus: Path, kit: Path) -> DevSet:
@@ -132,18 +136,37 @@ class DevSet:
             self._dense = out
         return self._dense
 
-    def hits(self, representation: str, fusion, ranking) -> dict[str, list[dict]]:
+    def hits(self, representation: str, fusion, ranking, shown: str = "passage") -> dict[str, list[dict]]:
         """Top-10 hits per question; ``ranking`` None: the fused order as it is
-        (no ranking stage, as before this work)."""
+        (no ranking stage, as before this work); ``shown``: what a hit's text is,
+        the product's ``passage`` (retrieval/passage.py) or the bare ``chunk``."""
         lexical = self.lexical(representation) if fusion.uses_lexical else [[] for _ in self.qrels]
         dense = self.dense() if fusion.uses_dense else [[] for _ in self.qrels]
         out = {}
         for question, lex, den in zip(self.qrels, lexical, dense, strict=True):
             fused = fusion.fuse(lex, den, POOL)
             ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits)
-            out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.rows[c]["text"]}
+            out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.shown(c, shown)}
                                     for c, _ in ranked[:10]]
         return out
+
+    def shown(self, chunk: str, shown: str = "passage") -> str:
+        """The text a hit on ``chunk`` shows (see :meth:`hits`)."""
+        from funes.retrieval.passage import passage
+        from funes.retrieval.ranking import block_key
+
+        row = self.rows[chunk]
+        if shown == "chunk":
+            return row["text"]
+        if self._pieces is None:
+            blocks: dict[tuple[str, str, int], list[dict]] = {}
+            for r in self.rows.values():
+                blocks.setdefault(block_key(r), []).append(r)
+            self._pieces = {key: [(int(r["char_start"] or 0), r["text"] or "")
+                                  for r in sorted(found, key=lambda r: r["split_idx"] or 0)]
+                            for key, found in blocks.items()}
+        return passage(self._pieces[block_key(row)], (int(row["char_start"] or 0), row["text"] or ""),
+                       row["block_type"])
 
 
 def per_question(kit_score, dev: DevSet, hits: dict[str, list[dict]]) -> dict[str, dict]:

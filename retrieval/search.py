@@ -5,8 +5,10 @@ with its context: see funes.memory.lexical) and vector search → fusion (by
 default a convex combination of normalised scores: see retrieval/fusion.py) →
 ranking by what each candidate is and where, one hit per block (see
 retrieval/ranking.py) → cross-encoder rerank of the top candidates (when one can be loaded)
-→ recency (a tie-breaker unless a half-life is asked for) → neighbours (±N turns
-by seq) → hits with their full provenance and the score of every stage.
+→ recency (a tie-breaker unless a half-life is asked for) → the passage each hit
+shows (its block around the chunk that matched, a tool call as its arguments:
+see retrieval/passage.py) → neighbours (±N turns by seq) → hits with their full
+provenance and the score of every stage.
 
 A :class:`Recaller` loads its models once, so a batch, an MCP server or an
 agent's ``ask`` pay for them once.
@@ -25,6 +27,7 @@ from funes.memory.store import Memory
 from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
+from funes.retrieval.passage import passage
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
 from funes.retrieval.ranking import Ranking
 
@@ -219,6 +222,7 @@ class Recaller:
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
+        self._show_passages(hits, rows)
         if neighbors:
             self._attach_neighbors(hits, neighbors)
         return RecallResult(
@@ -228,6 +232,15 @@ class Recaller:
             dense_coverage=self._embedded / self._total if self._total else 0.0,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]]) -> None:
+        """Each hit's text becomes the passage of its block around it (retrieval/passage.py)."""
+        pieces = self.memory.block_pieces([rows[hit.id] for hit in hits])
+        for hit in hits:
+            row = rows[hit.id]
+            chunk = (int(row["char_start"] or 0), row["text"] or "")
+            hit.text = passage(pieces.get((hit.session_id, hit.turn_uuid, hit.block_idx), [chunk]), chunk,
+                               hit.block_type)
 
     def _attach_neighbors(self, hits: list[Hit], span: int) -> None:
         by_session: dict[str, list[Hit]] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from funes.memory import lexical
 from funes.retrieval.fusion import DEFAULT as FUSION
+from funes.retrieval.passage import PASSAGE_CHARS
 from funes.retrieval.ranking import DEFAULT as RANKING
 
 CHOICE = Path(__file__).resolve().parent.parent / "benchmarks" / "recall_choice.json"
@@ -31,6 +32,10 @@ def test_the_bm25_representation_is_the_measured_one():
     assert lexical.TOKENIZER == recorded["tokenizer"]
     assert lexical.BM25_PARAMS == recorded["bm25"]
     assert lexical.DOCUMENT == recorded["document"]
+
+
+def test_what_a_hit_shows_is_the_measured_passage():
+    assert _recorded()["passage"] == {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}
 
 
 def test_the_record_says_what_the_default_scored_on_both_dev_sets():

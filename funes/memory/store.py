@@ -271,16 +271,10 @@ class Memory:
         (session_id, turn_uuid, block_idx).  Only blocks that can have more than one
         chunk are looked up: a first chunk shorter than half a split is its whole
         block (a split is cut in the second half of its window)."""
-        turns: dict[str, set[str]] = {}
-        for row in rows:
-            if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2:
-                turns.setdefault(row["session_id"], set()).add(row["turn_uuid"])
         counts: dict[tuple[str, str, int], int] = {}
-        if not turns:
+        table = self._split_blocks(rows, ["session_id", "turn_uuid", "block_idx"])
+        if table is None:
             return counts
-        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND {sql_in('turn_uuid', sorted(uuids))})"
-                            for sid, uuids in turns.items())
-        table = self.scan(["session_id", "turn_uuid", "block_idx"], where)
         for key in zip(*(table.column(c).to_pylist() for c in ("session_id", "turn_uuid", "block_idx")),
                        strict=True):
             key = (key[0], key[1], int(key[2] or 0))
@@ -290,6 +284,33 @@ class Memory:
     def resolve_session(self, given: str) -> str:
         """See :func:`resolve_session`."""
         return resolve_session(self.scan, given)
+
+    def block_pieces(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[tuple[int, str]]]:
+        """The ``(char_start, text)`` chunks, in split order, of each block of
+        ``rows`` that can have more than one (keyed as :meth:`block_splits`); a
+        block not in the result is its one chunk."""
+        rows = list(rows)
+        wanted = {(r["session_id"], r["turn_uuid"], int(r["block_idx"] or 0)) for r in rows}
+        table = self._split_blocks(rows, ["session_id", "turn_uuid", "block_idx", "split_idx", "char_start", "text"])
+        pieces: dict[tuple[str, str, int], list[tuple[int, int, str]]] = {}
+        for row in [] if table is None else table.to_pylist():
+            key = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
+            if key in wanted:
+                pieces.setdefault(key, []).append((int(row["split_idx"] or 0), int(row["char_start"] or 0),
+                                                   row["text"] or ""))
+        return {key: [(start, text) for _, start, text in sorted(found)] for key, found in pieces.items()}
+
+    def _split_blocks(self, rows: Iterable[Mapping[str, Any]], columns: list[str]) -> pa.Table | None:
+        """``columns`` of every chunk of the turns of ``rows`` whose block may be split."""
+        turns: dict[str, set[str]] = {}
+        for row in rows:
+            if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2:
+                turns.setdefault(row["session_id"], set()).add(row["turn_uuid"])
+        if not turns:
+            return None
+        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND {sql_in('turn_uuid', sorted(uuids))})"
+                            for sid, uuids in turns.items())
+        return self.scan(columns, where)
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
