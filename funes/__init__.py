@@ -12,7 +12,7 @@ for a user → ``funes.cli``; it schedules or records work → ``funes.assets`` 
 
 import os
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # A local, private memory sends nothing and leaves no identity behind.  onnxruntime
 # 1.32 (1DS telemetry, on Linux and macOS too) writes a device id and an event queue
