@@ -14,17 +14,21 @@ def push_command(
     yes: bool = typer.Option(False, "--yes", "-y",
                              help="Publish even to a remote holding none of this memory's chunks (a first push)."),
     memory: str = typer.Option(None, "--memory", help="Memory to publish: local (default), a folder or s3://…"),
+    purge_history: bool = typer.Option(False, "--purge-history",
+                                       help="Also squash the repo's history, so no earlier commit keeps forgotten sessions."),
     as_json: bool = typer.Option(False, "--json", help="The push report as JSON on stdout."),
 ) -> None:
     """Upload the chunks the remote lacks as one commit, after a fail-closed secret scan.
 
     New repos are private. Blocks with secrets are held back (`funes scrub` repairs them);
-    exit 2 when that leaves nothing to publish."""
+    exit 2 when that leaves nothing to publish. Sessions `funes forget` removed here are
+    removed from the remote's head too; --purge-history squashes its history as well."""
     from funes.hub.push import push
     from funes.memory.location import location_for
 
     report = push(remote, location=location_for(memory), assume_yes=yes,
-                  confirm=lambda question: confirm(question, default=False, assume_yes=False))
+                  confirm=lambda question: confirm(question, default=False, assume_yes=False),
+                  purge_history=purge_history)
     for warning in report.warnings():
         note(f"warning: {warning}")
     note(report.summary())
@@ -34,5 +38,6 @@ def push_command(
             "pushed": report.pushed, "sessions": report.sessions, "already_there": report.already_there,
             "held_back": report.held_back, "findings": dict(report.gate.findings),
             "awaiting_vectors": report.gate.awaiting_vectors, "pending_review": report.pending_review,
-            "card": report.card, "attempts": report.attempts,
+            "card": report.card, "attempts": report.attempts, "retracted": report.retracted,
+            "retracted_sessions": report.retracted_sessions, "history_purged": report.history_purged,
         })

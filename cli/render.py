@@ -23,3 +23,5 @@ def print_window(window: Window, highlight: str | None) -> None:
                             title_align="left", border_style="green" if requested else "dim"))
     if window.turns:
         console.print(f"turns {window.turns[0].seq}-{window.turns[-1].seq} of {window.total}", style="dim")
+    if window.next_seq is not None:
+        console.print(f"continue with: funes get {window.session_id} --from {window.next_seq}", style="dim")

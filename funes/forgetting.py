@@ -3,8 +3,9 @@
 The rows go, every table version that still held them goes (Lance keeps old
 versions for readers until cleaned up), the BM25 index is rebuilt without their
 words, and the sessions are tombstoned in coverage so indexing their transcripts
-again does not bring them back.  A memory already published to the Hub keeps what
-it was sent: forgetting is local."""
+again does not bring them back.  The tombstones also tell `funes push` to remove the
+sessions from a Hub copy's head (and, with ``--purge-history``, from its history):
+see :mod:`funes.hub.push`."""
 
 from __future__ import annotations
 

@@ -13,6 +13,16 @@ MAX_K = 1_000
 MAX_CANDIDATES = 1_000
 MAX_NEIGHBORS = 50  # turns either side previewed per hit
 MAX_WINDOW = 1_000  # turns either side one `get` reads
+MAX_SEQ = 2**31 - 1  # a turn's seq is an int32 column
+# A range read (`get SESSION --from N`): 20 turns unless told, and no more text than an
+# agent's context takes in comfortably (the Rust funes's cap, near 40,000 characters).
+RANGE_TURNS = 20
+RANGE_MAX_CHARS = 40_000
+# `scan`: needles are matched against every chunk, so their number and size are bounded.
+MAX_NEEDLES = 20
+MAX_NEEDLE_CHARS = 1_000
+MAX_SCAN_CONTEXT = 2_000  # characters either side of a match
+MAX_SCAN_LIMIT = 10_000  # matching blocks listed
 
 
 def checked_query(query: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from funes.chunking import reassemble
 from funes.errors import FunesError, bounded_int
 from funes.memory.store import Memory
-from funes.retrieval.bounds import MAX_WINDOW
+from funes.retrieval.bounds import MAX_SEQ, MAX_WINDOW, RANGE_MAX_CHARS, RANGE_TURNS
 
 ROW_FIELDS = ("seq", "turn_uuid", "role", "ts", "block_idx", "split_idx", "char_start", "block_type",
               "tool_name", "text", "harness", "workdir")
@@ -38,9 +38,10 @@ class Window:
     session_id: str
     harness: str
     workdir: str
-    target: str  # the requested turn's uuid
+    target: str | None  # the requested turn's uuid; None for a range
     turns: list[TurnView]
     total: int  # turns in the session (its highest seq + 1)
+    next_seq: int | None = None  # a range cut short, or with turns after it: where to continue
 
 
 def turn_window(memory: Memory, session_id: str, turn_uuid: str, window: int = 3) -> Window:
@@ -55,9 +56,44 @@ def turn_window(memory: Memory, session_id: str, turn_uuid: str, window: int = 3
         raise TurnNotFoundError(f"turn {turn_uuid} not found in session {session_id}")
     seq = int(found.column("seq")[0].as_py())
     rows = memory.session_rows(session_id, seq - window, seq + window, columns=ROW_FIELDS)
+    return _window(memory, session_id, rows, target=turn_uuid)
+
+
+def turn_range(memory: Memory, session_id: str, first: int = 0, last: int | None = None,
+               max_chars: int = RANGE_MAX_CHARS) -> Window:
+    """The turns of a session (an id, or a unique prefix of one) whose seq is from
+    ``first`` to ``last`` (default: ``first`` + 19), cut before the turn that would
+    bring the text past ``max_chars`` (one turn at least, whole).  ``Window.next_seq``
+    names where to continue when turns of the session follow."""
+    bounded_int("--from", first, 0, MAX_SEQ)
+    if last is None:
+        last = first + RANGE_TURNS - 1
+    bounded_int("--to", last, first, MAX_SEQ)
+    session_id = memory.resolve_session(session_id)
+    rows = memory.session_rows(session_id, first, last, columns=ROW_FIELDS)
+    view = _window(memory, session_id, rows, target=None)
+    size, kept = 0, []
+    for turn in view.turns:
+        size += sum(len(block.text) for block in turn.blocks)
+        if kept and size > max_chars:
+            view.next_seq = turn.seq
+            break
+        kept.append(turn)
+    view.turns = kept
+    if view.next_seq is None and kept and last < view.total - 1:
+        view.next_seq = last + 1
+    if not kept:
+        raise TurnNotFoundError(f"session {session_id} has no turn from {first} to {last} "
+                                f"(its turns are 0-{view.total - 1})")
+    return view
+
+
+def _window(memory: Memory, session_id: str, rows: list[dict], target: str | None) -> Window:
+    """The turns of ``rows`` (one session's, ordered), their split blocks reassembled."""
+    quoted_session = session_id.replace("'", "''")
     seqs = memory.scan(["seq"], f"session_id = '{quoted_session}'").column("seq").to_pylist()
     turns: dict[tuple[int, str], TurnView] = {}
-    pieces: dict[tuple[int, str, int], list[tuple[int, str]]] = {}
+    pieces: dict[tuple[int, str, int], list[tuple[int, int, str]]] = {}
     block_meta: dict[tuple[int, str, int], tuple[str, str | None]] = {}
     for row in rows:
         key = (int(row["seq"]), row["turn_uuid"])
@@ -74,7 +110,7 @@ def turn_window(memory: Memory, session_id: str, turn_uuid: str, window: int = 3
     ordered = [turns[key] for key in sorted(turns)]
     first = rows[0] if rows else {}
     return Window(session_id=session_id, harness=first.get("harness") or "", workdir=first.get("workdir") or "",
-                  target=turn_uuid, turns=ordered, total=(max(seqs) + 1) if seqs else 0)
+                  target=target, turns=ordered, total=(max(seqs) + 1) if seqs else 0)
 
 
 def block_text(block: BlockView) -> str:
@@ -97,4 +133,6 @@ def format_window(window: Window) -> str:
                      f"{body}\n{SEPARATOR}")
     if window.turns:
         parts.append(f"turns {window.turns[0].seq}-{window.turns[-1].seq} of {window.total}")
+    if window.next_seq is not None:
+        parts.append(f"continue with: funes get {field(window.session_id)} --from {window.next_seq}")
     return "\n".join(parts)

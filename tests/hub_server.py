@@ -255,6 +255,7 @@ ROUTES: list[tuple[str, tuple[str, ...], re.Pattern]] = [
         ("preupload", ("POST",), rf"/api/{REPO}/preupload/(?P<rev>[^/]+)"),
         ("commit", ("POST",), rf"/api/{REPO}/commit/(?P<rev>[^/]+)"),
         ("settings", ("PUT",), rf"/api/{REPO}/settings"),
+        ("super-squash", ("POST",), rf"/api/{REPO}/super-squash/(?P<rev>[^/]+)"),
         (
             "resolve",
             ("GET", "HEAD"),
@@ -486,6 +487,25 @@ class HubServer:
             raise HubError(404, f"Repository {repo_id} not found", "RepoNotFound")
         shutil.rmtree(repo.git.git_dir)
         return Response(200)
+
+    def _route_super_squash(self, request: Request) -> Response:
+        """The branch becomes one parentless commit of its tree; what only older commits
+        held is pruned from the object store, as the Hub's squash frees it."""
+        repo = self._repo_for(request, write=True)
+        branch = request.params["rev"]
+        ref = branch if branch.startswith("refs/heads/") else f"refs/heads/{branch}"
+        message = (request.json() or {}).get("message") or "Super-squash"
+        with repo.lock:
+            head = repo.git.resolve(ref)
+            if head is None:
+                raise HubError(404, f"Invalid rev id: {branch} is not a branch", "RevisionNotFound")
+            files = {path: (e.mode, e.oid) for path, e in repo.git.tree(head).items() if e.kind == "file"}
+            squashed = repo.git.commit_files(files, None, message)
+            if not repo.git.move_ref(ref, squashed, head):
+                raise HubError(412, "A commit has happened since. Please refresh and try again.")
+            repo.git.git("reflog", "expire", "--expire=now", "--all")
+            repo.git.git("gc", "--quiet", "--prune=now")
+        return json_response({"commitId": squashed})
 
     def _route_settings(self, request: Request) -> Response:
         repo = self._repo_for(request, write=True)

@@ -48,7 +48,10 @@ COMMANDS = {
                               "--batch"]),
     "get": (["claude_session", "d753fba5-0c26-437f-82df-ba98aa773943"], ["--window", "--format", "--highlight",
                                                                          "--memory"]),
+    "get ": (["claude_session"], ["--from", "--to", "--format", "--memory"]),  # the range form
     "status": ([], ["--memory"]),
+    "sessions": ([], ["--harness", "--workdir", "--repo", "--branch", "--session", "--since", "--until", "--memory"]),
+    "scan": (["twin"], ["--context", "--limit", "--harness", "--type", "--session", "--since", "--memory"]),
     "index": (["{empty}"], ["--harness", "--limit", "--memory"]),
     "parse": (["{transcript}"], ["--harness"]),
     "add": ([None], []),
@@ -74,7 +77,7 @@ def invocations(draw):
               or (slot[0] == "opt" and slot[1].endswith("!"))]
     chosen = set(forced) | set(draw(st.lists(st.sampled_from(slots), min_size=0 if forced else 1, max_size=2)))
     values = {slot: draw(HOSTILE if slot != ("opt", "--port!") else st.sampled_from(FIXED)) for slot in chosen}
-    args = [name]
+    args = [name.strip()]
     for index, safe in enumerate(positionals):
         args.append(values.get(("arg", index), safe))
     for flag in flags:

@@ -10,6 +10,12 @@ its own, with no compare-and-swap.  When the head moved meanwhile (HTTP 412/409)
 push reads the new head and does it again, so concurrent pushes from several hosts all
 land, one after another, and none overwrites another.
 
+Forgetting reaches the remote: the sessions `funes forget` tombstoned in this memory's
+coverage are removed from the remote's current commit by the next push (the rows
+deleted, the fragments that held them rewritten without them, and the old data files
+deleted in the same commit, so no file of the new head holds their text);
+``purge_history`` then squashes the repo's history so no commit holds them either.
+
 What ships: chunks whose whole block is embedded (the rest waits for its vectors) and
 passes the egress gate (:mod:`funes.hub.gate`); for a project memory, only the sessions
 this host included (:mod:`funes.hub.curation`).  New repos are private; an existing one
@@ -76,6 +82,9 @@ class PushReport:
     project: str | None = None
     card: str = ""  # "written", "refreshed", "kept" (hand-written) or "" (no commit)
     attempts: int = 0
+    retracted: int = 0  # chunks of forgotten sessions removed from the remote by this push
+    retracted_sessions: int = 0
+    history_purged: bool = False  # the remote's history was squashed to its new head
 
     @property
     def held_back(self) -> int:
@@ -88,16 +97,26 @@ class PushReport:
             visibility = "" if self.private is None else (" (private)" if self.private else " (public)")
             line = (f"{self.remote}{visibility}: pushed {self.pushed} chunks from {self.sessions} session(s)"
                     f" in commit {self.commit[:12]}")
+            if self.retracted:
+                line += f"; removed {self.retracted} chunks of {self.retracted_sessions} forgotten session(s)"
             if self.created:
                 line += ", new repo"
         if self.gate.awaiting_vectors:
             line += f"; {self.gate.awaiting_vectors} chunk(s) wait for their vectors (`funes index --yes`)"
+        if self.history_purged:
+            line += "; history squashed: no commit of the repo holds what was removed"
         return line
 
     def warnings(self) -> list[str]:
         notes = []
         if self.held_back:
             notes.append(f"held back {self.gate.describe_held()}; run `funes scrub`, then push again")
+        if self.retracted and not self.history_purged:
+            notes.append("the repo's earlier commits still hold the forgotten sessions: push again with "
+                         "--purge-history to squash its history")
+        if self.history_purged:
+            notes.append("copies already downloaded from the repo (clones, other machines' caches) cannot be "
+                         "recalled: forgetting reaches only the Hub")
         if self.pending_review:
             notes.append(f"{len(self.pending_review)} session(s) of {self.project} await review:"
                          f" `funes curate {self.remote} {self.project}`")
@@ -105,7 +124,8 @@ class PushReport:
 
 
 def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: bool = False,
-         confirm: Callable[[str], bool] | None = None, max_attempts: int = MAX_ATTEMPTS) -> PushReport:
+         confirm: Callable[[str], bool] | None = None, max_attempts: int = MAX_ATTEMPTS,
+         purge_history: bool = False) -> PushReport:
     """Publish what ``remote`` lacks of the memory at ``location`` (default: the local one).
 
     ``confirm`` asks the user a yes/no question (None: nobody to ask).  Raises
@@ -113,6 +133,8 @@ def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: boo
     :class:`PushRefused` when the wrong-memory guard was not confirmed,
     :class:`~funes.errors.WriterBusyError` when another push to ``remote`` from this
     memory is running, and :class:`~funes.errors.RemoteError` for the Hub's failures.
+    ``purge_history`` squashes the repo's history to the head this push leaves, so no
+    earlier commit still holds forgotten sessions.
     """
     hub_remote = parse_remote(remote)
     location = location or local_memory()
@@ -120,7 +142,12 @@ def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: boo
     local.require_rows()
     with _publish_lock(location, hub_remote):
         publication = _Publication(hub_remote, location, local)
-        return publication.run(assume_yes=assume_yes, confirm=confirm, max_attempts=max_attempts)
+        report = publication.run(assume_yes=assume_yes, confirm=confirm, max_attempts=max_attempts)
+        if purge_history and (report.commit is not None or publication.repo.state() is not None):
+            publication.repo.squash_history(f"funes push --purge-history: history squashed to {report.commit or 'head'}")
+            report.history_purged = True
+            pin_head(hub_remote, publication.repo.require_state().sha)
+        return report
 
 
 @contextmanager
@@ -165,6 +192,7 @@ class _Publication:
         self.sessions = local.scan(SESSION_COLUMNS)
         self.local_ids = frozenset(self.sessions.column("id").to_pylist())
         self.first_push = Receipt.load(location, remote) is None
+        self.forgotten = _forgotten_sessions(location)
 
     def run(self, *, assume_yes: bool, confirm: Callable[[str], bool] | None, max_attempts: int) -> PushReport:
         confirmed = assume_yes
@@ -182,7 +210,8 @@ class _Publication:
                 confirmed = True
             report.gate = gate(self.local, candidates)
             publishable = report.gate.publishable
-            if not publishable:
+            retract = self._retractable(remote_table)
+            if not publishable and not retract:
                 if report.gate.held_chunks:
                     raise NothingPublishable(f"{self.remote.uri}: nothing published, held back"
                                              f" {report.gate.describe_held()}; run `funes scrub`, then push again",
@@ -191,12 +220,12 @@ class _Publication:
                     self._record(state.sha, remote_ids)
                 return report
             try:
-                self._publish(state, remote_table, publishable, report)
+                self._publish(state, remote_table, publishable, report, retract)
             except HeadMoved:
                 # Another host pushed since we read the head: start again from the new one.
                 time.sleep(RETRY_BASE_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
                 continue
-            self._record(report.commit, remote_ids | set(publishable))  # type: ignore[arg-type]
+            self._record(report.commit, (remote_ids - retract.keys()) | set(publishable))  # type: ignore[arg-type]
             return report
         raise RemoteError(f"{self.remote.uri} kept moving during {max_attempts} attempts to push; try again")
 
@@ -224,6 +253,17 @@ class _Publication:
         report.pending_review = project.pending(self.curation, remote_table.ids if remote_table else ())
         return project.admitted(self.curation)
 
+    def _retractable(self, remote_table: _RemoteTable | None) -> dict[str, str]:
+        """The remote's chunks of sessions forgotten here: {chunk id: session key}."""
+        if remote_table is None or not self.forgotten:
+            return {}
+        from funes.traces.model import session_key
+
+        rows = remote_table.memory.scan(["id", "harness", "session_id"])
+        return {chunk: key for chunk, harness, session in zip(*(rows.column(c).to_pylist() for c in
+                                                                  ("id", "harness", "session_id")), strict=True)
+                if (key := session_key(harness or "", session)) in self.forgotten}
+
     def _guard(self, remote_ids: frozenset[str], candidates: set[str], confirm: Callable[[str], bool] | None) -> None:
         """A first push to a remote that shares nothing with this memory: ask."""
         if not self.first_push or self.local_ids & remote_ids:
@@ -237,18 +277,29 @@ class _Publication:
 
     # ------------------------------------------------------------------ the commit
     def _publish(self, state: RepoState | None, remote_table: _RemoteTable | None, publishable: list[str],
-                 report: PushReport) -> None:
-        from huggingface_hub import CommitOperationAdd
+                 report: PushReport, retract: dict[str, str]) -> None:
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         rows = rows_by_id(self.local, publishable, self.local.dataset.schema.names)
         report.pushed = rows.num_rows
         report.sessions = len(set(zip(rows.column("harness").to_pylist(), rows.column("session_id").to_pylist())))
+        report.retracted, report.retracted_sessions = len(retract), len(set(retract.values()))
         with tempfile.TemporaryDirectory(prefix="funes-push-") as scratch:
             staging = Path(scratch)
-            table = self._stage(staging, remote_table, rows, report.project)
+            table = self._stage(staging, remote_table, rows, report.project, sorted(retract))
             known = set(remote_table.snapshot.files) if remote_table else set()
             written = sorted(path for path in _files_under(staging) if path not in known and not _mutable(path))
-            operations = [CommitOperationAdd(path, str(staging / path)) for path in written]
+            operations: list[Any] = [CommitOperationAdd(path, str(staging / path)) for path in written]
+            if retract and state is not None:
+                # The files the new version no longer reads (the rewritten fragments' old data and
+                # deletion files) leave the head too: their bytes hold the forgotten text.
+                from funes.hub.snapshot import live_table_files
+
+                live = set(live_table_files(staging / TABLE_DIR, set(state.files) | set(written)))
+                stale = sorted(path for path in state.files if path.startswith((f"{TABLE_DIR}/data/",
+                                                                              f"{TABLE_DIR}/_deletions/"))
+                               and path not in live)
+                operations += [CommitOperationDelete(path) for path in stale]
             card = self._card(state, table, report)
             if card is not None:
                 operations.append(CommitOperationAdd(CARD_PATH, card.encode("utf-8")))
@@ -259,11 +310,16 @@ class _Publication:
                 if state.has_table:
                     raise HeadMoved(f"{self.remote.uri} was created and pushed to meanwhile")
             message = f"funes push: {report.pushed} chunks from {report.sessions} session(s)"
+            if retract:
+                message += f", {report.retracted} removed from {report.retracted_sessions} forgotten session(s)"
             report.commit = self.repo.commit(operations, parent=state.sha, message=message)
 
-    def _stage(self, staging: Path, remote_table: _RemoteTable | None, rows: pa.Table, project: str | None) -> Any:
-        """The remote's table with ``rows`` appended, in ``staging``: its files linked
-        from the HF cache (Lance only ever adds files), the new ones written by Lance."""
+    def _stage(self, staging: Path, remote_table: _RemoteTable | None, rows: pa.Table, project: str | None,
+               retract: list[str] = ()) -> Any:
+        """The remote's table with ``rows`` appended and the ``retract`` ids removed, in
+        ``staging``: its files linked from the HF cache (Lance only ever adds files), the
+        new ones written by Lance.  Removed rows are compacted away, so the fragments
+        that held them are rewritten without their bytes."""
         import lance
 
         uri = str(staging / TABLE_DIR)
@@ -279,7 +335,19 @@ class _Publication:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(os.path.realpath(remote_table.snapshot.root / path), target)
         dataset = lance.dataset(uri)
-        dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
+        if rows.num_rows:
+            dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
+        if retract:
+            from funes.memory.store import sql_in
+
+            dataset = lance.dataset(uri)
+            for start in range(0, len(retract), 500):
+                dataset.delete(sql_in("id", retract[start:start + 500]))
+            touched = [fragment.fragment_id for fragment in dataset.get_fragments()
+                       if fragment.metadata.deletion_file is not None]
+            if touched:
+                dataset.optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0,
+                                               target_rows_per_fragment=1 << 30)
         if project and PROJECT_KEY not in remote_table.memory.metadata:
             lance.dataset(uri).update_schema_metadata({PROJECT_KEY: project})
         return lance.dataset(uri)
@@ -304,6 +372,20 @@ class _Publication:
         Receipt(remote=self.remote.uri, endpoint=self.remote.endpoint, memory=self.location.uri, commit=commit,
                 pushed_at=_now(), ids=self.local_ids & frozenset(remote_ids)).save(self.location, self.remote)
         pin_head(self.remote, commit)
+
+
+def _forgotten_sessions(location: MemoryLocation) -> frozenset[str]:
+    """The session keys `funes forget` tombstoned in this memory (none when it never
+    kept coverage: a memory that was only read)."""
+    from funes.memory.coverage import Coverage
+
+    if not location.coverage_path.exists():
+        return frozenset()
+    coverage = Coverage(location.coverage_path)
+    try:
+        return frozenset(coverage.forgotten())
+    finally:
+        coverage.close()
 
 
 def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:

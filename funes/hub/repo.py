@@ -153,6 +153,12 @@ class HubRepo:
         with self._errors("create"):
             self.api.create_repo(self.remote.repo_id, repo_type="dataset", private=True, exist_ok=True)
 
+    def squash_history(self, message: str) -> None:
+        """Replace main's history with one commit of its current tree (the Hub's
+        super-squash): no earlier commit, nor the files only they held, stays reachable."""
+        with self._errors("squash the history of"):
+            self.api.super_squash_history(self.remote.repo_id, repo_type="dataset", commit_message=message)
+
     def commit(self, operations: Sequence[Any], *, parent: str, message: str, description: str = "") -> str:
         """One commit of ``operations`` on main, only if main is still at ``parent``;
         returns the new head.  Raises :class:`HeadMoved` when it moved."""

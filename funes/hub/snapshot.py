@@ -115,6 +115,16 @@ def fetch_snapshot(repo: HubRepo, state: RepoState) -> Snapshot:
 
 def _live_files(table: Path, repo_files: frozenset[str]) -> list[str]:
     """Repo paths of the files the (already downloaded) newest manifest names."""
+    live = live_table_files(table, repo_files)
+    missing = sorted(set(live) - repo_files)
+    if missing:
+        raise MemoryMissingError(f"{TABLE_DIR} at this commit names files the repo lacks, e.g. {missing[0]}")
+    return live
+
+
+def live_table_files(table: Path, repo_files: frozenset[str] | set[str]) -> list[str]:
+    """Repo paths of the data, deletion and index files the newest version of the
+    table at ``table`` reads (index segment files as ``repo_files`` lists them)."""
     import lance
 
     dataset = lance.dataset(str(table))
@@ -129,7 +139,4 @@ def _live_files(table: Path, repo_files: frozenset[str]) -> list[str]:
         for segment in index.segments:
             prefix = f"{TABLE_DIR}/_indices/{segment.uuid}/"
             live += sorted(path for path in repo_files if path.startswith(prefix))
-    missing = sorted(set(live) - repo_files)
-    if missing:
-        raise MemoryMissingError(f"{TABLE_DIR} at this commit names files the repo lacks, e.g. {missing[0]}")
     return live

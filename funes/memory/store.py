@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -170,6 +171,13 @@ class Memory:
                 raise MemoryMissingError(f"no memory at {location.label}: run funes index") from exc
             if not location.is_local:
                 raise RemoteError(f"cannot read memory at {location.label}: {_remote_failure(location, exc)}") from exc
+            try:
+                Path(location.table_uri).stat()
+            except FileNotFoundError:
+                raise MemoryMissingError(f"no memory at {location.label}: run funes index") from exc
+            except OSError as unreachable:  # a name too long, a component that is a file, no permission
+                raise MemoryMissingError(f"no memory at {location.label}: {unreachable.strerror or unreachable}") \
+                    from exc
             dataset, damage = open_newest_readable(location, exc)
             return cls(location, dataset, damage)
         return cls(location, dataset)
