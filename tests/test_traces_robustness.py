@@ -235,3 +235,75 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
         assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
     except TraceReadError:
         pass
+
+
+# --- the agents ported onto the contract --------------------------------------------------
+
+from funes.agents.gemini import parser as gemini  # noqa: E402
+from trace_helpers import FIXTURES  # noqa: E402
+
+AGENTS = FIXTURES / "agents"
+MORE_JSONL_CASES = [
+    (gemini, AGENTS / "gemini_cli/tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl"),
+]
+MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
+MORE_MODULES = [gemini]
+
+
+def _without_shared_ids(line: bytes, n: int) -> bytes:
+    """A Gemini record that names an existing message or tool call replaces it (that is the
+    format: the last version of an id wins), so garbage gets ids of its own."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if isinstance(record, dict):
+        if isinstance(record.get("id"), str):
+            record["id"] = f"garbage-{n}"
+        record.pop("toolCalls", None)
+        record.pop("$set", None)
+        return json.dumps(record).encode()
+    return line
+
+
+@pytest.mark.parametrize(("module", "fixture"), MORE_JSONL_CASES, ids=MORE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_more_agents_garbage_between_valid_lines(tmp_path, module, fixture, data):
+    lines = fixture.read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]
+    path = tmp_path / fixture.parent.name / fixture.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for sidecar in fixture.parent.glob(fixture.stem + ".json"):
+        shutil.copyfile(sidecar, path.parent / sidecar.name)
+    unit = SourceUnit(module.HARNESS, path, fixture.stem, "1:1")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    clean = module.parse(unit)
+    insertions = data.draw(st.lists(st.tuples(st.integers(1, len(lines)), garbage_lines(records)), max_size=8))
+    mixed = list(lines)
+    for n, (position, garbage) in enumerate(sorted(insertions, key=lambda item: -item[0])):
+        mixed.insert(position, _without_shared_ids(garbage, n) if module is gemini else garbage)
+    path.write_bytes(b"\n".join(mixed))
+    session = module.parse(unit)  # raises nothing
+    assert_well_formed(session)
+    missing = Counter(texts(clean)) - Counter(texts(session))
+    assert not missing, "a valid line next to garbage was lost"
+
+
+@pytest.mark.parametrize("module", MORE_MODULES, ids=lambda m: m.HARNESS)
+@SETTINGS
+@given(content=st.binary(max_size=2000), suffix=st.sampled_from([".jsonl", ".json"]))
+def test_more_agents_random_bytes(tmp_path, module, content, suffix):
+    path = tmp_path / f"session-x{suffix}"
+    path.write_bytes(content)
+    assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "x", "0:0")))
+
+
+@pytest.mark.parametrize("module", MORE_MODULES, ids=lambda m: m.HARNESS)
+def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, tmp_path / "gone.jsonl", "gone", "1:1"))
+    folder = tmp_path / "a-folder.jsonl"
+    folder.mkdir()
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))

@@ -1,0 +1,124 @@
+"""The agents ported onto the agent contract, end to end through the CLI: each one's
+fixture, copied into its home in a temp HOME, is found by `funes index PATH`
+(detection) and by a bare `funes index` (the sweep), counted by `funes status`, and
+recalled verbatim; where the agent has a per-turn hook, a turn appended to a
+transcript becomes recallable once the hook the way `funes add` installs it ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from agent_helpers import funes, wait_for
+from funes.agents import agent_named
+from trace_helpers import FIXTURES
+
+AGENTS = FIXTURES / "agents"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass(frozen=True)
+class Case:
+    fixture: str  # under tests/fixtures/agents/
+    home: str  # where it goes, relative to HOME
+    main: str  # the main session's file, relative to the home
+    turn: Callable[[Path, str], dict] | None = None  # appends a turn saying the text; returns the hook payload
+
+
+def gemini_turn(transcript: Path, text: str) -> dict:
+    """An answer as Gemini CLI appends it, and what its AfterAgent hook receives."""
+    record = {"id": str(uuid.uuid4()), "timestamp": now(), "type": "gemini", "content": text, "model": "gemini-2.5-pro"}
+    with transcript.open("a") as out:
+        out.write(json.dumps(record) + "\n")
+    return {"session_id": "54614887-c1a4-4d2a-9a1e-3f0b7c5d2e61", "transcript_path": str(transcript),
+            "cwd": "/home/dev/notes", "hook_event_name": "AfterAgent", "timestamp": now(), "prompt": "go on",
+            "prompt_response": text, "stop_hook_active": False}
+
+
+CASES = {
+    "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
+}
+
+
+@pytest.fixture
+def agent_home(isolated_env, monkeypatch, request):
+    """The agent's fixture as its home in this test's HOME, no variable moving it elsewhere."""
+    case = CASES[request.param]
+    agent = agent_named(request.param)
+    if agent.home_env:
+        monkeypatch.delenv(agent.home_env, raising=False)
+    home = isolated_env / case.home
+    shutil.copytree(AGENTS / case.fixture, home)
+    return request.param, case, home
+
+
+def _distinctive_text(agent_name: str, path: Path) -> tuple[str, str]:
+    """(session id, the longest assistant text) of the session in ``path``."""
+    agent = agent_named(agent_name)
+    [unit] = [unit for unit in agent.discover(path)]
+    session = agent.parse(unit)
+    text = max((block.text for turn in session.turns if turn.role == "assistant" for block in turn.blocks
+                if block.block_type == "text"), key=len)
+    return unit.session_id, text
+
+
+@pytest.mark.parametrize("agent_home", sorted(CASES), indirect=True)
+def test_index_detects_sweeps_counts_and_recalls(agent_home):
+    name, case, home = agent_home
+    agent = agent_named(name)
+    main = home / case.main
+    session_id, text = _distinctive_text(name, main)
+    on_disk = sum(len(list(agent.discover(root))) for root in agent.roots() if root.exists())
+
+    by_path = funes("index", str(main))
+    assert by_path.code == 0, by_path.err
+    assert "indexed 1 of 1 session(s)" in by_path.err
+    swept = funes("index", "--yes")
+    assert swept.code == 0, swept.err
+
+    status = json.loads(funes("status", "--json").out)
+    [listed] = [entry for entry in status["agents"] if entry["name"] == name]
+    assert (listed["found"], listed["sessions_on_disk"], listed["indexed_sessions"]) == (True, on_disk, on_disk)
+    assert status["harnesses"][agent.harness]["sessions"] == on_disk
+
+    query = " ".join(text.split()[:12])
+    found = funes("recall", query, "--harness", name, "--json", "--no-rerank", "--fusion", "lexical", "-k", "3")
+    assert found.code == 0, found.err
+    hits = json.loads(found.out)
+    assert any(hit["session_id"] == session_id and hit["harness"] == agent.harness and text in hit["text"]
+               for hit in hits), hits
+
+
+@pytest.mark.parametrize("agent_home", sorted(name for name, case in CASES.items() if case.turn), indirect=True)
+def test_the_hook_indexes_the_new_turn(agent_home, monkeypatch):
+    from funes.wiring import Binding
+
+    name, case, home = agent_home
+    monkeypatch.setenv("FUNES_HOOK_IDLE_S", "0")  # the worker exits once the spool is empty
+    word = "zq" + uuid.uuid4().hex[:10]
+    payload = case.turn(home / case.main, f"We settled on {word} as the cache key prefix after the benchmark.")
+    result = subprocess.run(Binding(None).hook_command(name), input=json.dumps(payload).encode(),
+                            capture_output=True, timeout=30, env=os.environ.copy())
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    funes_home = Path(os.environ["FUNES_HOME"])
+    log = funes_home / "logs" / "hooks.log"
+
+    def recalled() -> bool:
+        found = funes("recall", word, "--harness", name, "--json", "--no-rerank", "--fusion", "lexical", "-k", "1")
+        return found.code == 0 and any(word in hit["text"] for hit in json.loads(found.out))
+
+    wait_for(lambda: not list((funes_home / "spool").glob("*.json")) and (funes_home / "memory").exists(), 120)
+    wait_for(recalled, 60)
+    assert " ERROR " not in (log.read_text() if log.exists() else "")
