@@ -23,8 +23,15 @@ from funes.wiring import hook_script
 from trace_helpers import copy_fixture
 
 ROOT = Path(__file__).parent.parent
-BUILTIN = {"claude": "claude_code", "codex": "codex", "gemini": "gemini_cli", "hermes": "hermes",
-           "parquet": "parquet", "pi": "pi"}
+BUILTIN = {
+    "claude": "claude_code",
+    "codex": "codex",
+    "copilot": "copilot_cli",
+    "gemini": "gemini_cli",
+    "hermes": "hermes",
+    "parquet": "parquet",
+    "pi": "pi",
+}
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
 SWEPT = [name for name in BUILTIN if name not in READ_BY_PATH_ONLY]  # in folder order
 

@@ -47,7 +47,19 @@ def gemini_turn(transcript: Path, text: str) -> dict:
             "prompt_response": text, "stop_hook_active": False}
 
 
+def copilot_turn(transcript: Path, text: str) -> dict:
+    """An answer as Copilot CLI appends it, and what its agentStop hook receives."""
+    record = {"type": "assistant.message", "data": {"messageId": "m9", "content": text, "toolRequests": []},
+              "id": str(uuid.uuid4()), "timestamp": now(), "parentId": None}
+    with transcript.open("a") as out:
+        out.write(json.dumps(record) + "\n")
+    return {"sessionId": "4f1d2e93-8f48-4961-abc9-53f422e9159f", "timestamp": 1764584409000, "cwd": "/home/dev/cop",
+            "transcriptPath": str(transcript), "stopReason": "end_turn", "stop_hook_active": False}
+
+
 CASES = {
+    "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
+                    copilot_turn),
     "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
 }
 

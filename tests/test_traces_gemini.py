@@ -1,6 +1,6 @@
 """Gemini CLI chats (funes/agents/gemini/parser.py) over tests/fixtures/agents/gemini_cli, whose main
 session was recorded from Gemini CLI 0.61.0 against a scripted model and then extended
-with the traps the format has (docs/agents/gemini_cli.md)."""
+with the traps the format has (funes/agents/gemini/FORMAT.md)."""
 
 from __future__ import annotations
 

@@ -239,15 +239,17 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
 
 # --- the agents ported onto the contract --------------------------------------------------
 
+from funes.agents.copilot import parser as copilot  # noqa: E402
 from funes.agents.gemini import parser as gemini  # noqa: E402
 from trace_helpers import FIXTURES  # noqa: E402
 
 AGENTS = FIXTURES / "agents"
 MORE_JSONL_CASES = [
     (gemini, AGENTS / "gemini_cli/tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl"),
+    (copilot, AGENTS / "copilot_cli/session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl"),
 ]
 MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
-MORE_MODULES = [gemini]
+MORE_MODULES = [gemini, copilot]
 
 
 def _without_shared_ids(line: bytes, n: int) -> bytes:
