@@ -31,6 +31,7 @@ BUILTIN = {
     "hermes": "hermes",
     "parquet": "parquet",
     "pi": "pi",
+    "qwen": "qwen_code",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
 SWEPT = [name for name in BUILTIN if name not in READ_BY_PATH_ONLY]  # in folder order

@@ -57,10 +57,24 @@ def copilot_turn(transcript: Path, text: str) -> dict:
             "transcriptPath": str(transcript), "stopReason": "end_turn", "stop_hook_active": False}
 
 
+def qwen_turn(transcript: Path, text: str) -> dict:
+    """An answer as Qwen Code appends it, and what its Stop hook receives."""
+    record = {"uuid": str(uuid.uuid4()), "parentUuid": "9a000000-0000-4000-8000-000000000015",
+              "sessionId": "f402a6ae-a31c-4946-8d72-df92cbdc035d", "cwd": "/home/dev/notes", "version": "0.24.4",
+              "gitBranch": "feature/notes", "timestamp": now(), "type": "assistant", "model": "qwen3-coder-plus",
+              "message": {"role": "model", "parts": [{"text": text}]}}
+    with transcript.open("a") as out:
+        out.write(json.dumps(record) + "\n")
+    return {"session_id": "f402a6ae-a31c-4946-8d72-df92cbdc035d", "transcript_path": str(transcript),
+            "cwd": "/home/dev/notes", "hook_event_name": "Stop", "timestamp": now(), "permission_mode": "default"}
+
+
 CASES = {
     "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
                     copilot_turn),
     "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
+    "qwen": Case("qwen_code", ".qwen", "projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl",
+                 qwen_turn),
 }
 
 

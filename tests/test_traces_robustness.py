@@ -241,15 +241,17 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
 
 from funes.agents.copilot import parser as copilot  # noqa: E402
 from funes.agents.gemini import parser as gemini  # noqa: E402
+from funes.agents.qwen import parser as qwen  # noqa: E402
 from trace_helpers import FIXTURES  # noqa: E402
 
 AGENTS = FIXTURES / "agents"
 MORE_JSONL_CASES = [
     (gemini, AGENTS / "gemini_cli/tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl"),
+    (qwen, AGENTS / "qwen_code/projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl"),
     (copilot, AGENTS / "copilot_cli/session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl"),
 ]
 MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
-MORE_MODULES = [gemini, copilot]
+MORE_MODULES = [gemini, qwen, copilot]
 
 
 def _without_shared_ids(line: bytes, n: int) -> bytes:

@@ -38,7 +38,6 @@ from funes.errors import TraceReadError
 from funes.traces.common import (
     TurnCollector,
     as_str,
-    compact_json,
     file_signature,
     finish_session,
     normalize_ts,
@@ -47,6 +46,7 @@ from funes.traces.common import (
     walk_files,
     workdir_facet,
 )
+from funes.traces.content_parts import call_block, part_list, part_text, response_text, shell_exit_code
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json, each_record, first_record
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
@@ -56,7 +56,6 @@ PROJECT_ROOT_FILE = ".project_root"
 _MASKED = "<tool_output_masked"
 _INJECTED_PREFIXES = ("<session_context>", "<hook_context>")
 _SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:-]*(?:\s[^\n]*)?")
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
 SHELL_TOOLS = frozenset({"run_shell_command"})
 # Built-in tools that name files, with the argument keys and what they do to them.
 FILE_TOOLS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -191,33 +190,6 @@ def _merge_calls(earlier: Any, later: Any) -> list[Any]:
 
 # ---------------------------------------------------------------- parts → blocks
 
-def part_list(content: Any) -> list[Any]:
-    """A ``PartListUnion`` (a string, one part, or a list of parts or strings) as a list."""
-    if isinstance(content, list):
-        return content
-    return [] if content is None else [content]
-
-
-def part_text(part: Any, *, thought: bool = False) -> str:
-    """The text of a plain text part (a bare string counts), thoughts or not."""
-    if isinstance(part, str):
-        return "" if thought else part
-    if isinstance(part, dict) and isinstance(part.get("text"), str) and bool(part.get("thought")) == thought:
-        return part["text"]
-    return ""
-
-
-def response_text(response: Any) -> str:
-    """A ``functionResponse.response``: its ``output`` (or ``error``), else the JSON."""
-    if isinstance(response, dict):
-        for key in ("output", "error", "content"):
-            value = response.get(key)
-            if isinstance(value, str):
-                return value
-        return compact_json(response) if response else ""
-    return response if isinstance(response, str) else ""
-
-
 def _result_text(result: Any) -> str:
     texts = []
     for part in part_list(result):
@@ -226,20 +198,6 @@ def _result_text(result: Any) -> str:
         else:
             texts.append(part_text(part))
     return "\n".join(text for text in texts if text)
-
-
-def shell_exit_code(text: str) -> int | None:
-    """What a shell tool result says the command exited with: its last ``Exit Code: N``
-    line; or 0 for a result of the current shape (``Output: …``) that reports neither
-    an exit code, an error nor a signal, since Gemini prints the code only when it is
-    not 0."""
-    found = _EXIT_CODE.findall(text)
-    if found:
-        return int(found[-1])
-    body = text.removeprefix("<untrusted_context>\n").lstrip()
-    if body.startswith("Output:") and not re.search(r"^(Error|Signal): ", body, re.MULTILINE):
-        return 0
-    return None
 
 
 def tool_provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
@@ -252,9 +210,9 @@ def tool_provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, 
 
 
 def tool_use(name: str | None, call_id: str | None, arguments: Any) -> Block:
-    files, command = tool_provenance(name, arguments)
-    text = compact_json(arguments if arguments is not None else {})
-    return Block("tool_use", text, name, call_id, files=files, command=command)
+    block = call_block(name, call_id, arguments)
+    block.files, block.command = tool_provenance(name, arguments)
+    return block
 
 
 def _thinking(message: dict[str, Any]) -> list[Block]:
