@@ -35,6 +35,7 @@ class Case:
     home: str  # where it goes, relative to HOME
     main: str  # the main session's file, relative to the home
     turn: Callable[[Path, str], dict] | None = None  # appends a turn saying the text; returns the hook payload
+    more: tuple[tuple[str, str], ...] = ()  # further (fixture, home) pairs
 
 
 def gemini_turn(transcript: Path, text: str) -> dict:
@@ -69,7 +70,22 @@ def qwen_turn(transcript: Path, text: str) -> dict:
             "cwd": "/home/dev/notes", "hook_event_name": "Stop", "timestamp": now(), "permission_mode": "default"}
 
 
+def cline_turn(transcript: Path, text: str) -> dict:
+    """An answer as the Cline SDK records it (the whole file rewritten), and what its
+    TaskComplete hook receives."""
+    document = json.loads(transcript.read_text())
+    document["messages"].append({"id": f"msg_{uuid.uuid4().hex[:8]}", "role": "assistant",
+                                 "ts": int(datetime.now(timezone.utc).timestamp() * 1000),
+                                 "content": [{"type": "text", "text": text}]})
+    transcript.write_text(json.dumps(document))
+    return {"hookName": "TaskComplete", "clineVersion": "3.0.65", "timestamp": now(), "taskId": "task-1",
+            "sessionContext": {"rootSessionId": transcript.parent.name}, "workspaceRoots": ["/home/dev/shop"],
+            "taskComplete": {"taskMetadata": {"taskId": "task-1"}}}
+
+
 CASES = {
+    "cline": Case("cline/sdk", ".cline/data", "sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json",
+                  cline_turn, more=(("cline/classic/data", ".cline/data"),)),
     "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
                     copilot_turn),
     "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
@@ -87,6 +103,8 @@ def agent_home(isolated_env, monkeypatch, request):
         monkeypatch.delenv(agent.home_env, raising=False)
     home = isolated_env / case.home
     shutil.copytree(AGENTS / case.fixture, home)
+    for fixture, where in case.more:
+        shutil.copytree(AGENTS / fixture, isolated_env / where, dirs_exist_ok=True)
     return request.param, case, home
 
 

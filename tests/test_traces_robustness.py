@@ -311,3 +311,86 @@ def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, modul
     folder.mkdir()
     with pytest.raises(TraceReadError, match="cannot read"):
         module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+
+
+# --- Whole-file JSON agents ------------------------------------------------------------------
+# These rewrite one JSON document per session: garbage arrives as odd items of its message
+# array, or as a document cut off mid-write, never as a bad line.
+
+from funes.agents.cline import parser as cline  # noqa: E402
+# (parser, fixture tree, the session file inside it, the key of its message array or None for a bare array)
+WHOLE_FILE_CASES = [
+    (cline, "cline", "sdk/sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json", "messages"),
+    (cline, "cline", "classic/data/tasks/1767225600000/api_conversation_history.json", None),
+]
+WHOLE_FILE_IDS = [f"{module.HARNESS}:{relative.split('/')[-1]}" for module, _, relative, _ in WHOLE_FILE_CASES]
+MESSAGE_FIELDS = ["role", "content", "type", "text", "id", "ts", "name", "input", "tool_use_id", "toolUseID", "run",
+                  "result", "messageId", "meta", "thinking", "isSummary", "reasoning_content"]
+
+
+@st.composite
+def garbage_messages(draw, messages: list):
+    kind = draw(st.sampled_from(["value", "mutated", "mutated-part"]))
+    if kind == "value" or not messages:
+        return draw(json_values)
+    message = draw(st.sampled_from(messages))
+    if kind == "mutated":
+        return _mutate(message, draw(st.lists(st.sampled_from(MESSAGE_FIELDS), min_size=1, max_size=3)),
+                       draw(json_values))
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not content:
+        return draw(json_values)
+    parts = list(content)
+    index = draw(st.integers(0, len(parts) - 1))
+    parts[index] = _mutate(parts[index], draw(st.lists(st.sampled_from(MESSAGE_FIELDS), min_size=1, max_size=2)),
+                           draw(json_values))
+    return {**message, "content": parts}
+
+
+def _copy_agent(tmp_path_factory, tree: str) -> Path:
+    folder = tmp_path_factory.mktemp(tree) / tree
+    shutil.copytree(AGENTS / tree, folder)
+    return folder
+
+
+def _only_session(module, path: Path):
+    units = [u for u in module.discover(path)]
+    assert len(units) == 1, units
+    return module.parse(units[0])
+
+
+@pytest.mark.parametrize(("module", "tree", "relative", "key"), WHOLE_FILE_CASES, ids=WHOLE_FILE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_garbage_between_valid_messages(tmp_path_factory, module, tree, relative, key, data):
+    path = _copy_agent(tmp_path_factory, tree) / relative
+    document = json.loads(path.read_text())
+    messages = document[key] if key else document
+    clean = _only_session(module, path)
+    insertions = data.draw(st.lists(st.tuples(st.integers(0, len(messages)), garbage_messages(messages)), max_size=6))
+    mixed = list(messages)
+    for position, garbage in sorted(insertions, key=lambda item: -item[0]):
+        mixed.insert(position, garbage)
+    path.write_text(json.dumps({**document, key: mixed} if key else mixed, ensure_ascii=data.draw(st.booleans())))
+    session = _only_session(module, path)
+    assert_well_formed(session)
+    missing = Counter(texts(clean)) - Counter(texts(session))
+    assert not missing, "a valid message next to garbage was lost"
+
+
+@pytest.mark.parametrize(("module", "tree", "relative", "key"), WHOLE_FILE_CASES, ids=WHOLE_FILE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_document_cut_or_replaced(tmp_path_factory, module, tree, relative, key, data):
+    path = _copy_agent(tmp_path_factory, tree) / relative
+    raw = path.read_bytes()
+    kind = data.draw(st.sampled_from(["cut", "bytes", "value", "deep"]))
+    if kind == "cut":
+        path.write_bytes(raw[: data.draw(st.integers(0, len(raw)))])
+    elif kind == "bytes":
+        path.write_bytes(data.draw(st.binary(max_size=2000)))
+    elif kind == "value":
+        path.write_text(json.dumps(data.draw(json_values)))
+    else:
+        path.write_bytes(b"[" * 50_000 + b"]" * 50_000)
+    assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
