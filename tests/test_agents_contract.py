@@ -24,6 +24,7 @@ from trace_helpers import copy_fixture
 
 ROOT = Path(__file__).parent.parent
 BUILTIN = {
+    "aider": "aider",
     "claude": "claude_code",
     "cline": "cline",
     "codex": "codex",
@@ -35,7 +36,9 @@ BUILTIN = {
     "qwen": "qwen_code",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
+READ_ONLY = {"aider"}  # swept, not wired
 SWEPT = [name for name in BUILTIN if name not in READ_BY_PATH_ONLY]  # in folder order
+WIRED = [name for name in SWEPT if name not in READ_ONLY]
 
 
 def test_the_registry_holds_the_builtin_agents_by_folder():
@@ -50,7 +53,7 @@ def test_the_registry_holds_the_builtin_agents_by_folder():
     with pytest.raises(UsageError, match=f"unknown agent 'cursor': expected one of {', '.join(BUILTIN)}$"):
         agent_named("cursor")
     assert [agent.name for agent in agents if agent.swept] == SWEPT
-    assert {agent.name for agent in agents if agent.wiring() is not None} == set(SWEPT)
+    assert {agent.name for agent in agents if agent.wiring() is not None} == set(WIRED)
     assert {agent.name for agent in agents if agent.ask_command} == {"claude", "codex", "pi"}
 
 
@@ -118,7 +121,7 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     assert refused.code == 2 and "funes cannot wire agent-traces Parquet" in refused.err
     unknown = funes("remove", "cursor")
     assert unknown.code == 2
-    assert unknown.err == f"funes: unknown agent 'cursor': expected one of {', '.join(SWEPT)}\n"
+    assert unknown.err == f"funes: unknown agent 'cursor': expected one of {', '.join(WIRED)}\n"
 
 
 def test_an_agent_not_on_this_machine_is_listed_as_not_found(isolated_env):

@@ -84,6 +84,7 @@ def cline_turn(transcript: Path, text: str) -> dict:
 
 
 CASES = {
+    "aider": Case("aider", "work", "projects/todo/.aider.chat.history.md"),
     "cline": Case("cline/sdk", ".cline/data", "sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json",
                   cline_turn, more=(("cline/classic/data", ".cline/data"),)),
     "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
@@ -108,14 +109,15 @@ def agent_home(isolated_env, monkeypatch, request):
     return request.param, case, home
 
 
-def _distinctive_text(agent_name: str, path: Path) -> tuple[str, str]:
-    """(session id, the longest assistant text) of the session in ``path``."""
+def _distinctive_text(agent_name: str, path: Path) -> tuple[int, str, str]:
+    """(sessions in ``path``, and of the longest assistant text there: its session id
+    and the text)."""
     agent = agent_named(agent_name)
-    [unit] = [unit for unit in agent.discover(path)]
-    session = agent.parse(unit)
-    text = max((block.text for turn in session.turns if turn.role == "assistant" for block in turn.blocks
-                if block.block_type == "text"), key=len)
-    return unit.session_id, text
+    units = list(agent.discover(path))
+    session_id, text = max(((unit.session_id, block.text) for unit in units for turn in agent.parse(unit).turns
+                            if turn.role == "assistant" for block in turn.blocks if block.block_type == "text"),
+                           key=lambda found: len(found[1]))
+    return len(units), session_id, text
 
 
 @pytest.mark.parametrize("agent_home", sorted(CASES), indirect=True)
@@ -123,12 +125,12 @@ def test_index_detects_sweeps_counts_and_recalls(agent_home):
     name, case, home = agent_home
     agent = agent_named(name)
     main = home / case.main
-    session_id, text = _distinctive_text(name, main)
+    in_main, session_id, text = _distinctive_text(name, main)
     on_disk = sum(len(list(agent.discover(root))) for root in agent.roots() if root.exists())
 
     by_path = funes("index", str(main))
     assert by_path.code == 0, by_path.err
-    assert "indexed 1 of 1 session(s)" in by_path.err
+    assert f"indexed {in_main} of {in_main} session(s)" in by_path.err
     swept = funes("index", "--yes")
     assert swept.code == 0, swept.err
 

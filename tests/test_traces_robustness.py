@@ -317,6 +317,7 @@ def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, modul
 # These rewrite one JSON document per session: garbage arrives as odd items of its message
 # array, or as a document cut off mid-write, never as a bad line.
 
+from funes.agents.aider import parser as aider  # noqa: E402
 from funes.agents.cline import parser as cline  # noqa: E402
 # (parser, fixture tree, the session file inside it, the key of its message array or None for a bare array)
 WHOLE_FILE_CASES = [
@@ -394,3 +395,18 @@ def test_document_cut_or_replaced(tmp_path_factory, module, tree, relative, key,
     else:
         path.write_bytes(b"[" * 50_000 + b"]" * 50_000)
     assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_aider_log_with_garbage_lines(tmp_path_factory, data):
+    folder = _copy_agent(tmp_path_factory, "aider")
+    path = folder / "projects" / "todo" / ".aider.chat.history.md"
+    lines = path.read_bytes().split(b"\n")
+    for _ in range(data.draw(st.integers(0, 6))):
+        garbage = data.draw(st.sampled_from([b"#### ", b"> ", b"# aider chat started at ", b""])) + data.draw(
+            st.binary(max_size=80))
+        lines.insert(data.draw(st.integers(0, len(lines))), garbage)
+    path.write_bytes(b"\n".join(lines))
+    for unit in aider.discover(path):
+        assert_well_formed(aider.parse(unit))
