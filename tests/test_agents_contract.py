@@ -25,6 +25,7 @@ from trace_helpers import copy_fixture
 ROOT = Path(__file__).parent.parent
 BUILTIN = {
     "aider": "aider",
+    "amp": "amp",
     "claude": "claude_code",
     "cline": "cline",
     "codex": "codex",

@@ -85,6 +85,7 @@ def cline_turn(transcript: Path, text: str) -> dict:
 
 CASES = {
     "aider": Case("aider", "work", "projects/todo/.aider.chat.history.md"),
+    "amp": Case("amp", ".local/share/amp", "threads/T-019d2a41-7c3e-7b10-9f2a-4e5d6c7b8a90.json"),
     "cline": Case("cline/sdk", ".cline/data", "sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json",
                   cline_turn, more=(("cline/classic/data", ".cline/data"),)),
     "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
