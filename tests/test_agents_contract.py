@@ -35,6 +35,7 @@ BUILTIN = {
     "parquet": "parquet",
     "pi": "pi",
     "qwen": "qwen_code",
+    "roo": "roo_code",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
 READ_ONLY = {"aider"}  # swept, not wired

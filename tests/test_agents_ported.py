@@ -91,6 +91,8 @@ CASES = {
     "copilot": Case("copilot_cli", ".copilot", "session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl",
                     copilot_turn),
     "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
+    "roo": Case("roo_code/globalStorage", ".config/Code/User/globalStorage",
+                "rooveterinaryinc.roo-cline/tasks/3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c/api_conversation_history.json"),
     "qwen": Case("qwen_code", ".qwen", "projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl",
                  qwen_turn),
 }
@@ -101,8 +103,9 @@ def agent_home(isolated_env, monkeypatch, request):
     """The agent's fixture as its home in this test's HOME, no variable moving it elsewhere."""
     case = CASES[request.param]
     agent = agent_named(request.param)
-    if agent.home_env:
-        monkeypatch.delenv(agent.home_env, raising=False)
+    for name in (agent.home_env, "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        if name:
+            monkeypatch.delenv(name, raising=False)
     home = isolated_env / case.home
     shutil.copytree(AGENTS / case.fixture, home)
     for fixture, where in case.more:

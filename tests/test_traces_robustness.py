@@ -320,10 +320,13 @@ def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, modul
 from funes.agents.aider import parser as aider  # noqa: E402
 from funes.agents.amp import parser as amp  # noqa: E402
 from funes.agents.cline import parser as cline  # noqa: E402
+from funes.agents.roo import parser as roo  # noqa: E402
 # (parser, fixture tree, the session file inside it, the key of its message array or None for a bare array)
 WHOLE_FILE_CASES = [
     (cline, "cline", "sdk/sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json", "messages"),
     (cline, "cline", "classic/data/tasks/1767225600000/api_conversation_history.json", None),
+    (roo, "roo_code", "globalStorage/rooveterinaryinc.roo-cline/tasks/3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c/"
+                      "api_conversation_history.json", None),
     (amp, "amp", "threads/T-019d2a41-7c3e-7b10-9f2a-4e5d6c7b8a90.json", "messages"),
 ]
 WHOLE_FILE_IDS = [f"{module.HARNESS}:{relative.split('/')[-1]}" for module, _, relative, _ in WHOLE_FILE_CASES]
