@@ -32,6 +32,7 @@ BUILTIN = {
     "copilot": "copilot_cli",
     "gemini": "gemini_cli",
     "hermes": "hermes",
+    "kiro": "kiro_cli",
     "parquet": "parquet",
     "pi": "pi",
     "qwen": "qwen_code",

@@ -93,6 +93,7 @@ CASES = {
     "gemini": Case("gemini_cli", ".gemini", "tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl", gemini_turn),
     "roo": Case("roo_code/globalStorage", ".config/Code/User/globalStorage",
                 "rooveterinaryinc.roo-cline/tasks/3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c/api_conversation_history.json"),
+    "kiro": Case("kiro_cli", ".kiro", "sessions/cli/3c2b1a00-7777-4888-9999-aaaabbbbcccc.jsonl"),
     "qwen": Case("qwen_code", ".qwen", "projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl",
                  qwen_turn),
 }

@@ -241,6 +241,7 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
 
 from funes.agents.copilot import parser as copilot  # noqa: E402
 from funes.agents.gemini import parser as gemini  # noqa: E402
+from funes.agents.kiro import parser as kiro  # noqa: E402
 from funes.agents.qwen import parser as qwen  # noqa: E402
 from trace_helpers import FIXTURES  # noqa: E402
 
@@ -249,9 +250,10 @@ MORE_JSONL_CASES = [
     (gemini, AGENTS / "gemini_cli/tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl"),
     (qwen, AGENTS / "qwen_code/projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl"),
     (copilot, AGENTS / "copilot_cli/session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl"),
+    (kiro, AGENTS / "kiro_cli/sessions/cli/3c2b1a00-7777-4888-9999-aaaabbbbcccc.jsonl"),
 ]
 MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
-MORE_MODULES = [gemini, qwen, copilot]
+MORE_MODULES = [gemini, qwen, copilot, kiro]
 
 
 def _without_shared_ids(line: bytes, n: int) -> bytes:
@@ -311,6 +313,45 @@ def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, modul
     folder.mkdir()
     with pytest.raises(TraceReadError, match="cannot read"):
         module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+
+
+@pytest.fixture(scope="module")
+def kiro_template(tmp_path_factory):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_kiro_db", FIXTURES / "make_kiro_db.py")
+    builder = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(builder)
+    return builder.build(tmp_path_factory.mktemp("kiro-template") / "data.sqlite3")
+
+
+@SETTINGS
+@given(values=st.lists(json_texts | json_values.map(lambda v: json.dumps({"history": v})) | st.binary(max_size=40),
+                       max_size=6))
+def test_kiro_odd_conversation_rows(tmp_path_factory, kiro_template, values):
+    db = tmp_path_factory.mktemp("kiro") / "data.sqlite3"
+    shutil.copyfile(kiro_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for n, value in enumerate(values):
+            conn.execute("INSERT INTO conversations_v2 VALUES (?, ?, ?, 1, 1)", (f"/odd/{n}", f"odd-{n}", value))
+            conn.execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)", (f"/odd/{n}", value))
+    conn.close()
+    for unit in kiro.discover(db):
+        assert_well_formed(kiro.parse(unit))
+
+
+@SETTINGS
+@given(content=st.binary(max_size=3000))
+def test_kiro_random_bytes_database(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("random") / "data.sqlite3"
+    path.write_bytes(content)
+    try:
+        for unit in kiro.discover(path):
+            assert_well_formed(kiro.parse(unit))
+    except TraceReadError:
+        pass
 
 
 # --- Whole-file JSON agents ------------------------------------------------------------------
