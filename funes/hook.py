@@ -76,6 +76,21 @@ def _short(value: object) -> bool:
     return False
 
 
+def _short_fields(fields: dict) -> dict:
+    """The payload's short fields; those of an object one level down as
+    ``<name>.<field>`` (some agents name the session only inside one)."""
+    kept = {}
+    for name, value in fields.items():
+        if not isinstance(name, str):
+            continue
+        if _short(value):
+            kept[name] = value
+        elif isinstance(value, dict):
+            kept.update({f"{name}.{inner}": item for inner, item in list(value.items())[:LIST_MAX_ITEMS]
+                         if isinstance(inner, str) and _short(item)})
+    return kept
+
+
 def request_from(argv: list[str], payload: bytes) -> dict:
     agent, options = argv[0], dict(zip(argv[1::2], argv[2::2], strict=False))
     try:
@@ -89,7 +104,7 @@ def request_from(argv: list[str], payload: bytes) -> dict:
         "memory": options.get("--memory"),
         "publish": options.get("--publish"),
         "received": time.time(),
-        "payload": {name: value for name, value in fields.items() if isinstance(name, str) and _short(value)},
+        "payload": _short_fields(fields),
         "env": {name: value for name, value in os.environ.items()
                 if name.endswith(HOME_VARIABLE_SUFFIXES) and len(value) <= FIELD_MAX_CHARS},
     }

@@ -23,7 +23,25 @@ from funes.wiring import hook_script
 from trace_helpers import copy_fixture
 
 ROOT = Path(__file__).parent.parent
-BUILTIN = {"claude": "claude_code", "codex": "codex", "hermes": "hermes", "parquet": "parquet", "pi": "pi"}
+BUILTIN = {
+    "aider": "aider",
+    "amp": "amp",
+    "claude": "claude_code",
+    "cline": "cline",
+    "codex": "codex",
+    "copilot": "copilot_cli",
+    "gemini": "gemini_cli",
+    "hermes": "hermes",
+    "kiro": "kiro_cli",
+    "parquet": "parquet",
+    "pi": "pi",
+    "qwen": "qwen_code",
+    "roo": "roo_code",
+}
+READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
+READ_ONLY = {"aider"}  # swept, not wired
+SWEPT = [name for name in BUILTIN if name not in READ_BY_PATH_ONLY]  # in folder order
+WIRED = [name for name in SWEPT if name not in READ_ONLY]
 
 
 def test_the_registry_holds_the_builtin_agents_by_folder():
@@ -35,10 +53,10 @@ def test_the_registry_holds_the_builtin_agents_by_folder():
         assert find_agent(agent.name) is find_agent(agent.harness) is agent
     assert find_agent("Claude-Code") is find_agent("CLAUDE") is agent_named("claude_code")
     assert canonical_harness("claude") == "claude_code" and canonical_harness("cursor") is None
-    with pytest.raises(UsageError, match=r"unknown agent 'cursor': expected one of claude, codex, hermes, parquet, pi"):
+    with pytest.raises(UsageError, match=f"unknown agent 'cursor': expected one of {', '.join(BUILTIN)}$"):
         agent_named("cursor")
-    assert [agent.name for agent in agents if agent.swept] == ["claude", "codex", "hermes", "pi"]
-    assert {agent.name for agent in agents if agent.wiring() is not None} == {"claude", "codex", "hermes", "pi"}
+    assert [agent.name for agent in agents if agent.swept] == SWEPT
+    assert {agent.name for agent in agents if agent.wiring() is not None} == set(WIRED)
     assert {agent.name for agent in agents if agent.ask_command} == {"claude", "codex", "pi"}
 
 
@@ -84,7 +102,7 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     result = funes("status", "--json")
     assert result.code == 0, result.err
     agents = {agent["name"]: agent for agent in json.loads(result.out)["agents"]}
-    assert set(agents) == {"claude", "codex", "hermes", "pi"}
+    assert set(agents) == set(SWEPT)
     claude = agents["claude"]
     assert (claude["found"], claude["sessions_on_disk"], claude["indexed_sessions"], claude["wired"]) == \
         (True, 5, 4, False)
@@ -106,7 +124,7 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     assert refused.code == 2 and "funes cannot wire agent-traces Parquet" in refused.err
     unknown = funes("remove", "cursor")
     assert unknown.code == 2
-    assert unknown.err == "funes: unknown agent 'cursor': expected one of claude, codex, hermes, pi\n"
+    assert unknown.err == f"funes: unknown agent 'cursor': expected one of {', '.join(WIRED)}\n"
 
 
 def test_an_agent_not_on_this_machine_is_listed_as_not_found(isolated_env):

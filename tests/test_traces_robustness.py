@@ -235,3 +235,224 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
         assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
     except TraceReadError:
         pass
+
+
+# --- the agents ported onto the contract --------------------------------------------------
+
+from funes.agents.copilot import parser as copilot  # noqa: E402
+from funes.agents.gemini import parser as gemini  # noqa: E402
+from funes.agents.kiro import parser as kiro  # noqa: E402
+from funes.agents.qwen import parser as qwen  # noqa: E402
+from trace_helpers import FIXTURES  # noqa: E402
+
+AGENTS = FIXTURES / "agents"
+MORE_JSONL_CASES = [
+    (gemini, AGENTS / "gemini_cli/tmp/notes/chats/session-2026-12-01T10-22-54614887.jsonl"),
+    (qwen, AGENTS / "qwen_code/projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl"),
+    (copilot, AGENTS / "copilot_cli/session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl"),
+    (kiro, AGENTS / "kiro_cli/sessions/cli/3c2b1a00-7777-4888-9999-aaaabbbbcccc.jsonl"),
+]
+MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
+MORE_MODULES = [gemini, qwen, copilot, kiro]
+
+
+def _without_shared_ids(line: bytes, n: int) -> bytes:
+    """A Gemini record that names an existing message or tool call replaces it (that is the
+    format: the last version of an id wins), so garbage gets ids of its own."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if isinstance(record, dict):
+        if isinstance(record.get("id"), str):
+            record["id"] = f"garbage-{n}"
+        record.pop("toolCalls", None)
+        record.pop("$set", None)
+        return json.dumps(record).encode()
+    return line
+
+
+@pytest.mark.parametrize(("module", "fixture"), MORE_JSONL_CASES, ids=MORE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_more_agents_garbage_between_valid_lines(tmp_path, module, fixture, data):
+    lines = fixture.read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]
+    path = tmp_path / fixture.parent.name / fixture.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for sidecar in fixture.parent.glob(fixture.stem + ".json"):
+        shutil.copyfile(sidecar, path.parent / sidecar.name)
+    unit = SourceUnit(module.HARNESS, path, fixture.stem, "1:1")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    clean = module.parse(unit)
+    insertions = data.draw(st.lists(st.tuples(st.integers(1, len(lines)), garbage_lines(records)), max_size=8))
+    mixed = list(lines)
+    for n, (position, garbage) in enumerate(sorted(insertions, key=lambda item: -item[0])):
+        mixed.insert(position, _without_shared_ids(garbage, n) if module is gemini else garbage)
+    path.write_bytes(b"\n".join(mixed))
+    session = module.parse(unit)  # raises nothing
+    assert_well_formed(session)
+    missing = Counter(texts(clean)) - Counter(texts(session))
+    assert not missing, "a valid line next to garbage was lost"
+
+
+@pytest.mark.parametrize("module", MORE_MODULES, ids=lambda m: m.HARNESS)
+@SETTINGS
+@given(content=st.binary(max_size=2000), suffix=st.sampled_from([".jsonl", ".json"]))
+def test_more_agents_random_bytes(tmp_path, module, content, suffix):
+    path = tmp_path / f"session-x{suffix}"
+    path.write_bytes(content)
+    assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "x", "0:0")))
+
+
+@pytest.mark.parametrize("module", MORE_MODULES, ids=lambda m: m.HARNESS)
+def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, tmp_path / "gone.jsonl", "gone", "1:1"))
+    folder = tmp_path / "a-folder.jsonl"
+    folder.mkdir()
+    with pytest.raises(TraceReadError, match="cannot read"):
+        module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+
+
+@pytest.fixture(scope="module")
+def kiro_template(tmp_path_factory):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_kiro_db", FIXTURES / "make_kiro_db.py")
+    builder = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(builder)
+    return builder.build(tmp_path_factory.mktemp("kiro-template") / "data.sqlite3")
+
+
+@SETTINGS
+@given(values=st.lists(json_texts | json_values.map(lambda v: json.dumps({"history": v})) | st.binary(max_size=40),
+                       max_size=6))
+def test_kiro_odd_conversation_rows(tmp_path_factory, kiro_template, values):
+    db = tmp_path_factory.mktemp("kiro") / "data.sqlite3"
+    shutil.copyfile(kiro_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for n, value in enumerate(values):
+            conn.execute("INSERT INTO conversations_v2 VALUES (?, ?, ?, 1, 1)", (f"/odd/{n}", f"odd-{n}", value))
+            conn.execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)", (f"/odd/{n}", value))
+    conn.close()
+    for unit in kiro.discover(db):
+        assert_well_formed(kiro.parse(unit))
+
+
+@SETTINGS
+@given(content=st.binary(max_size=3000))
+def test_kiro_random_bytes_database(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("random") / "data.sqlite3"
+    path.write_bytes(content)
+    try:
+        for unit in kiro.discover(path):
+            assert_well_formed(kiro.parse(unit))
+    except TraceReadError:
+        pass
+
+
+# --- Whole-file JSON agents ------------------------------------------------------------------
+# These rewrite one JSON document per session: garbage arrives as odd items of its message
+# array, or as a document cut off mid-write, never as a bad line.
+
+from funes.agents.aider import parser as aider  # noqa: E402
+from funes.agents.amp import parser as amp  # noqa: E402
+from funes.agents.cline import parser as cline  # noqa: E402
+from funes.agents.roo import parser as roo  # noqa: E402
+# (parser, fixture tree, the session file inside it, the key of its message array or None for a bare array)
+WHOLE_FILE_CASES = [
+    (cline, "cline", "sdk/sessions/1784300000000_k7q2m/1784300000000_k7q2m.messages.json", "messages"),
+    (cline, "cline", "classic/data/tasks/1767225600000/api_conversation_history.json", None),
+    (roo, "roo_code", "globalStorage/rooveterinaryinc.roo-cline/tasks/3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c/"
+                      "api_conversation_history.json", None),
+    (amp, "amp", "threads/T-019d2a41-7c3e-7b10-9f2a-4e5d6c7b8a90.json", "messages"),
+]
+WHOLE_FILE_IDS = [f"{module.HARNESS}:{relative.split('/')[-1]}" for module, _, relative, _ in WHOLE_FILE_CASES]
+MESSAGE_FIELDS = ["role", "content", "type", "text", "id", "ts", "name", "input", "tool_use_id", "toolUseID", "run",
+                  "result", "messageId", "meta", "thinking", "isSummary", "reasoning_content"]
+
+
+@st.composite
+def garbage_messages(draw, messages: list):
+    kind = draw(st.sampled_from(["value", "mutated", "mutated-part"]))
+    if kind == "value" or not messages:
+        return draw(json_values)
+    message = draw(st.sampled_from(messages))
+    if kind == "mutated":
+        return _mutate(message, draw(st.lists(st.sampled_from(MESSAGE_FIELDS), min_size=1, max_size=3)),
+                       draw(json_values))
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not content:
+        return draw(json_values)
+    parts = list(content)
+    index = draw(st.integers(0, len(parts) - 1))
+    parts[index] = _mutate(parts[index], draw(st.lists(st.sampled_from(MESSAGE_FIELDS), min_size=1, max_size=2)),
+                           draw(json_values))
+    return {**message, "content": parts}
+
+
+def _copy_agent(tmp_path_factory, tree: str) -> Path:
+    folder = tmp_path_factory.mktemp(tree) / tree
+    shutil.copytree(AGENTS / tree, folder)
+    return folder
+
+
+def _only_session(module, path: Path):
+    units = [u for u in module.discover(path)]
+    assert len(units) == 1, units
+    return module.parse(units[0])
+
+
+@pytest.mark.parametrize(("module", "tree", "relative", "key"), WHOLE_FILE_CASES, ids=WHOLE_FILE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_garbage_between_valid_messages(tmp_path_factory, module, tree, relative, key, data):
+    path = _copy_agent(tmp_path_factory, tree) / relative
+    document = json.loads(path.read_text())
+    messages = document[key] if key else document
+    clean = _only_session(module, path)
+    insertions = data.draw(st.lists(st.tuples(st.integers(0, len(messages)), garbage_messages(messages)), max_size=6))
+    mixed = list(messages)
+    for position, garbage in sorted(insertions, key=lambda item: -item[0]):
+        mixed.insert(position, garbage)
+    path.write_text(json.dumps({**document, key: mixed} if key else mixed, ensure_ascii=data.draw(st.booleans())))
+    session = _only_session(module, path)
+    assert_well_formed(session)
+    missing = Counter(texts(clean)) - Counter(texts(session))
+    assert not missing, "a valid message next to garbage was lost"
+
+
+@pytest.mark.parametrize(("module", "tree", "relative", "key"), WHOLE_FILE_CASES, ids=WHOLE_FILE_IDS)
+@SETTINGS
+@given(data=st.data())
+def test_document_cut_or_replaced(tmp_path_factory, module, tree, relative, key, data):
+    path = _copy_agent(tmp_path_factory, tree) / relative
+    raw = path.read_bytes()
+    kind = data.draw(st.sampled_from(["cut", "bytes", "value", "deep"]))
+    if kind == "cut":
+        path.write_bytes(raw[: data.draw(st.integers(0, len(raw)))])
+    elif kind == "bytes":
+        path.write_bytes(data.draw(st.binary(max_size=2000)))
+    elif kind == "value":
+        path.write_text(json.dumps(data.draw(json_values)))
+    else:
+        path.write_bytes(b"[" * 50_000 + b"]" * 50_000)
+    assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_aider_log_with_garbage_lines(tmp_path_factory, data):
+    folder = _copy_agent(tmp_path_factory, "aider")
+    path = folder / "projects" / "todo" / ".aider.chat.history.md"
+    lines = path.read_bytes().split(b"\n")
+    for _ in range(data.draw(st.integers(0, 6))):
+        garbage = data.draw(st.sampled_from([b"#### ", b"> ", b"# aider chat started at ", b""])) + data.draw(
+            st.binary(max_size=80))
+        lines.insert(data.draw(st.integers(0, len(lines))), garbage)
+    path.write_bytes(b"\n".join(lines))
+    for unit in aider.discover(path):
+        assert_well_formed(aider.parse(unit))

@@ -121,7 +121,8 @@ class Agent(ABC):
     def hook_units(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> list[SourceUnit]:
         """The units of the one session a hook payload names.  ``payload`` holds
         the short fields of the JSON the agent sent its hook (``funes.hook`` keeps
-        strings, numbers and short string lists), ``env`` the hook process's
+        strings, numbers and short string lists, and those of an object one level
+        down as ``<name>.<field>``), ``env`` the hook process's
         ``*_HOME``/``*_DIR`` variables.  Raises ValueError when the payload names
         no session that exists (logged by the worker).  Default: the transcript
         at ``transcript_path``."""

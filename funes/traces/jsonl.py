@@ -129,3 +129,62 @@ def first_record(path: Path) -> dict[str, Any] | None:
     except TraceReadError:
         return None
     return None
+# --- Whole-file JSON documents that agents rewrite in place ------------------------------
+
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _salvage_items(text: str, start: int) -> list[Any]:
+    """The complete items of the JSON array whose ``[`` ends at ``start``, up to
+    where the text stops being valid JSON."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = _JSON_WS.match(text, start).end()  # type: ignore[union-attr]
+    while at < len(text) and text[at] != "]":
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            break
+        items.append(item)
+        at = _JSON_WS.match(text, at).end()  # type: ignore[union-attr]
+        if at < len(text) and text[at] == ",":
+            at = _JSON_WS.match(text, at + 1).end()  # type: ignore[union-attr]
+        else:
+            break
+    return items
+
+
+def load_json_file(path: Path, warnings: list[ParseWarning], items_key: str | None = None) -> Any:
+    """The JSON document in ``path``, or None (with a warning) when it is not JSON.
+
+    Agents that rewrite a whole file each turn without a rename can be read
+    mid-write.  A truncated document still yields its complete leading items: a
+    top-level array's, or those of the array under ``items_key`` of a top-level
+    object (returned as ``{items_key: [...]}``), with a warning saying so.  A read
+    error is a :class:`TraceReadError`, so the file is retried later.
+    """
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceReadError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return decode_json(text)
+    except ValueError as exc:
+        reason = str(exc).split(":")[0]
+        line = getattr(exc, "lineno", 0)
+    head = _JSON_WS.match(text).end()  # type: ignore[union-attr]
+    salvaged: Any = None
+    if text.startswith("[", head):
+        salvaged = _salvage_items(text, head + 1)
+    elif items_key and text.startswith("{", head):
+        match = re.search(r'"' + re.escape(items_key) + r'"\s*:\s*\[', text)
+        if match:
+            salvaged = {items_key: _salvage_items(text, match.end())}
+    if salvaged is None:
+        warnings.append(ParseWarning(source, line, f"not JSON ({reason})"))
+        return None
+    count = len(salvaged) if isinstance(salvaged, list) else len(salvaged[items_key])
+    warnings.append(ParseWarning(source, line, f"truncated JSON (still being written?): kept {count} complete items"))
+    return _replace_lone_surrogates(salvaged) if "\\ud" in text or "\\uD" in text else salvaged

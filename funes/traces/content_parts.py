@@ -1,0 +1,61 @@
+"""Google GenAI ``Content`` parts (``{role, parts: [{text}, {text, thought: true},
+{functionCall}, {functionResponse}]}``) and the ``run_shell_command`` result text, as
+both Google's own agent CLI and its fork record them (format facts: their FORMAT.md).
+Shared here because an agent's folder names no other agent."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from funes.traces.common import compact_json
+from funes.traces.model import Block
+
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+
+
+def part_list(content: Any) -> list[Any]:
+    """A ``PartListUnion`` (a string, one part, or a list of parts or strings) as a list."""
+    if isinstance(content, list):
+        return content
+    return [] if content is None else [content]
+
+
+def part_text(part: Any, *, thought: bool = False) -> str:
+    """The text of a plain text part (a bare string counts), thoughts or not."""
+    if isinstance(part, str):
+        return "" if thought else part
+    if isinstance(part, dict) and isinstance(part.get("text"), str) and bool(part.get("thought")) == thought:
+        return part["text"]
+    return ""
+
+
+def response_text(response: Any) -> str:
+    """A ``functionResponse.response``: its ``output`` (or ``error``), else the JSON."""
+    if isinstance(response, dict):
+        for key in ("output", "error", "content"):
+            value = response.get(key)
+            if isinstance(value, str):
+                return value
+        return compact_json(response) if response else ""
+    return response if isinstance(response, str) else ""
+
+
+def shell_exit_code(text: str) -> int | None:
+    """What a shell tool result says the command exited with: its last ``Exit Code: N``
+    line; or 0 for a result of the current shape (``Output: …``) that reports neither
+    an exit code, an error nor a signal, since current builds print the code only
+    when it is not 0."""
+    found = _EXIT_CODE.findall(text)
+    if found:
+        return int(found[-1])
+    body = text.removeprefix("<untrusted_context>\n").lstrip()
+    if body.startswith("Output:") and not re.search(r"^(Error|Signal): ", body, re.MULTILINE):
+        return 0
+    return None
+
+
+def call_block(name: str | None, call_id: str | None, arguments: Any) -> Block:
+    """A ``functionCall`` as a tool_use block: its ``args`` as compact JSON (``{}``
+    when absent), no provenance (each agent's tools name files their own way)."""
+    return Block("tool_use", compact_json(arguments if arguments is not None else {}), name, call_id)
