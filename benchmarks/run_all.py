@@ -16,6 +16,7 @@ KIT = Path(os.environ.get("FUNES_EVAL_DIR") or HERE.parent.parent / "shared" / "
 
 RUNS = [
     ["parse_throughput.py"],
+    ["parse.py"],
     ["embed_cpu.py", "--write"],
     ["index_throughput.py"],
     ["recall_latency.py"],
