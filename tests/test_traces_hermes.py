@@ -9,6 +9,7 @@ import pytest
 
 from funes.errors import TraceReadError
 from funes.agents.hermes import parser as hermes
+from funes.traces import sqlite as sqlite_store
 from trace_helpers import assert_well_formed, build_hermes_db, hermes_builder, shape
 
 BUILDER = hermes_builder()
@@ -135,7 +136,7 @@ def test_read_only_and_nothing_left_beside_the_database(current_db, monkeypatch)
     or -shm in Hermes's folder.  Neither changes a byte of the database."""
     uris = []
     real_connect = sqlite3.connect
-    monkeypatch.setattr(hermes.sqlite3, "connect", lambda database, **kw: uris.append(database) or real_connect(database, **kw))
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", lambda database, **kw: uris.append(database) or real_connect(database, **kw))
     before = current_db.read_bytes()
     beside = sorted(path.name for path in current_db.parent.iterdir())
     count = len(_sessions(current_db))
@@ -166,14 +167,14 @@ def test_transient_errors_are_retried(current_db, monkeypatch):
             raise failure
         return real_connect(database, **kwargs)
 
-    monkeypatch.setattr(hermes.sqlite3, "connect", flaky_connect)
-    monkeypatch.setattr(hermes, "RETRY_BACKOFF_S", 0.001)
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", flaky_connect)
+    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     assert len(list(hermes.discover(current_db))) == 5
 
 
 def test_locked_database_is_a_read_error(current_db, monkeypatch):
-    monkeypatch.setattr(hermes, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(hermes, "RETRY_BACKOFF_S", 0.001)
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
+    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     [unit] = [u for u in hermes.discover(current_db) if u.session_id == "s_main"]
     writer = sqlite3.connect(current_db)
     writer.execute("PRAGMA locking_mode=EXCLUSIVE")

@@ -3,18 +3,11 @@
 Format facts: FORMAT.md beside this module.  ``<hermes home>/state.db`` and each
 ``profiles/<name>/state.db``; a root may be a database file or a folder holding one.
 
-The database is live (WAL mode, written while we read).  It is opened read-only
-through a ``file:…?mode=ro`` URI — not ``immutable=1``, which would ignore the
-WAL — with a 5 s busy timeout.  The exception is a WAL database with no ``-wal``
-file beside it, which no connection has open (SQLite deletes the WAL at the last
-close) and whose every row is in the main file: there a ``mode=ro`` reader would
-create ``-wal`` and ``-shm`` in the agent's folder and, being read-only, leave
-them behind, so ``immutable=1`` is added (there is no WAL to ignore; a Hermes that
-starts meanwhile writes to a new WAL, which the next read sees).  An open or read
-that fails with a transient ``disk I/O error`` / ``database is locked`` (Hermes
-checkpointing) is retried three times 50 ms apart.  A database that stays
-unreadable raises TraceReadError, so the unit is retried later instead of being
-recorded as empty.  Columns are probed with ``PRAGMA table_info``: older schemas
+The database is live (WAL mode, written while we read): it is read through
+:func:`funes.traces.sqlite.read_only` (read-only, one snapshot per read, retried
+while Hermes checkpoints; ``immutable=1`` for a closed WAL database, so no
+``-wal``/``-shm`` files are left behind; TraceReadError when it stays unreadable).
+Columns are probed with ``PRAGMA table_info``: older schemas
 lack many of them.
 
 One unit per session; its signature is ``"{max message id}:{message count}"``.  Rows
@@ -40,13 +33,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from funes.agents.hermes import AGENT, DB_NAME
-from funes.errors import TraceReadError
 from funes.traces.common import (
     TurnCollector,
     call_arguments,
@@ -65,13 +56,9 @@ from funes.traces.common import (
 )
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json
 from funes.traces.model import Block, ParseWarning, Session, SourceUnit
+from funes.traces.sqlite import columns, decode_text, read_only
 
 HARNESS = AGENT.harness
-
-BUSY_TIMEOUT_S = 5.0
-RETRIES = 3
-RETRY_BACKOFF_S = 0.05
-_TRANSIENT = ("disk i/o error", "locked", "busy")
 
 MULTIMODAL_PREFIX = "\x00json:"  # content holding JSON-encoded OpenAI-style parts
 _REVIEW_PROMPT = "Review the conversation above and"  # Hermes' background self-review harness
@@ -88,9 +75,6 @@ _SESSION_COLUMNS = ("id", "parent_session_id", "cwd", "git_branch", "git_repo_ro
 # A child session that continues its parent (not a delegated subagent).
 _CONTINUATION_MARKERS = ("_branched_from", "_reset_from")
 _CONTINUATION_END_REASONS = frozenset({"compression", "branched", "new_session", "session_reset"})
-
-T = TypeVar("T")
-
 
 def default_roots() -> list[Path]:
     return AGENT.roots()
@@ -113,50 +97,8 @@ def databases(root: Path) -> list[Path]:
     return found
 
 
-def _decode_text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")  # a bad byte costs a character, not the row
-
-
-def _closed_wal_database(db: Path) -> bool:
-    """A WAL-mode database (header bytes 18-19 are 2) that no connection has open."""
-    try:
-        with db.open("rb") as handle:
-            header = handle.read(20)
-    except OSError:
-        return False
-    wal_mode = header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
-    return wal_mode and not db.with_name(db.name + "-wal").exists()
-
-
-def _read(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``query`` on a read-only connection inside one read transaction (one
-    consistent snapshot), retrying transient failures."""
-    uri = f"{db.absolute().as_uri()}?mode=ro{'&immutable=1' if _closed_wal_database(db) else ''}"
-    failures = 0
-    while True:
-        conn = None
-        try:
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            conn.text_factory = _decode_text
-            conn.execute("BEGIN")
-            return query(conn)
-        except sqlite3.Error as exc:
-            failures += 1
-            transient = any(marker in str(exc).lower() for marker in _TRANSIENT)
-            if not transient or failures > RETRIES:
-                raise TraceReadError(f"cannot read {db}: {exc}") from exc
-            time.sleep(RETRY_BACKOFF_S)
-        finally:
-            if conn is not None:
-                conn.close()
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-
-
 def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...], where: str, args: tuple) -> list[dict]:
-    present = _columns(conn, table)
+    present = columns(conn, table)
     if not present:
         raise sqlite3.DatabaseError(f"no {table} table: not a Hermes state database")
     names = [name for name in wanted if name in present]
@@ -166,7 +108,7 @@ def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...], where
 
 
 def _session_stats(conn: sqlite3.Connection) -> list[tuple]:
-    if "session_id" not in _columns(conn, "messages"):
+    if "session_id" not in columns(conn, "messages"):
         raise sqlite3.DatabaseError("no messages table: not a Hermes state database")
     return conn.execute(
         "SELECT session_id, MAX(id), COUNT(*) FROM messages GROUP BY session_id ORDER BY MIN(id)"
@@ -177,14 +119,14 @@ def discover(root: Path) -> Iterator[SourceUnit]:
     """One unit per session with messages; raises TraceReadError for a database that
     cannot be read (so a sweep reports it rather than silently skipping it)."""
     for db in databases(root):
-        for session_id, max_id, count in _read(db, _session_stats):
+        for session_id, max_id, count in read_only(db, _session_stats):
             if session_id is not None:
                 yield SourceUnit(HARNESS, db, str(session_id), f"{max_id}:{count}")
 
 
 def _text(value: Any) -> str:
     if isinstance(value, bytes):
-        return _decode_text(value)
+        return decode_text(value)
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
@@ -268,7 +210,7 @@ def parse(unit: SourceUnit) -> Session:
         messages = _select(conn, "messages", _MESSAGE_COLUMNS, "session_id = ?", (session_id,))
         return session_row, parent_end_reason, messages
 
-    session_row, parent_end_reason, messages = _read(db, load)
+    session_row, parent_end_reason, messages = read_only(db, load)
     cwd = _text(session_row.get("cwd"))
     repo_root = _text(session_row.get("git_repo_root"))
     session = Session(
