@@ -23,7 +23,8 @@ from funes.wiring import hook_script
 from trace_helpers import copy_fixture
 
 ROOT = Path(__file__).parent.parent
-BUILTIN = {"claude": "claude_code", "codex": "codex", "hermes": "hermes", "parquet": "parquet", "pi": "pi"}
+BUILTIN = {"claude": "claude_code", "codex": "codex", "hermes": "hermes", "parquet": "parquet", "pi": "pi",
+           "opencode": "opencode", "goose": "goose", "crush": "crush", "cursor": "cursor"}
 
 
 def test_the_registry_holds_the_builtin_agents_by_folder():
@@ -34,11 +35,12 @@ def test_the_registry_holds_the_builtin_agents_by_folder():
     for agent in agents:
         assert find_agent(agent.name) is find_agent(agent.harness) is agent
     assert find_agent("Claude-Code") is find_agent("CLAUDE") is agent_named("claude_code")
-    assert canonical_harness("claude") == "claude_code" and canonical_harness("cursor") is None
-    with pytest.raises(UsageError, match=r"unknown agent 'cursor': expected one of claude, codex, hermes, parquet, pi"):
-        agent_named("cursor")
-    assert [agent.name for agent in agents if agent.swept] == ["claude", "codex", "hermes", "pi"]
-    assert {agent.name for agent in agents if agent.wiring() is not None} == {"claude", "codex", "hermes", "pi"}
+    assert canonical_harness("claude") == "claude_code" and canonical_harness("vim") is None
+    with pytest.raises(UsageError, match=r"unknown agent 'vim': expected one of claude, codex, crush, cursor, goose, "
+                                         r"hermes, opencode, parquet, pi"):
+        agent_named("vim")
+    assert [agent.name for agent in agents if agent.swept] == sorted(set(BUILTIN) - {"parquet"})  # by folder name
+    assert {agent.name for agent in agents if agent.wiring() is not None} == set(BUILTIN) - {"parquet"}
     assert {agent.name for agent in agents if agent.ask_command} == {"claude", "codex", "pi"}
 
 
@@ -51,7 +53,8 @@ def test_only_an_agents_own_folder_names_it():
             words.update({agent.name, agent.harness, *agent.aliases, *([agent.home_env] if agent.home_env else [])})
             if " " not in agent.label:
                 words.add(agent.label)
-    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(map(re.escape, words))) + r")(?![A-Za-z0-9_])",
+    # An attribute or keyword argument of the same name is someone else's (Dagster's sensor cursor).
+    pattern = re.compile(r"(?<![A-Za-z0-9_.])(" + "|".join(sorted(map(re.escape, words))) + r")(?![A-Za-z0-9_]|=(?!=))",
                          re.IGNORECASE)
     own = {ROOT / "funes" / "agents" / name for name in BUILTIN}
     offenders = []
@@ -84,7 +87,7 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     result = funes("status", "--json")
     assert result.code == 0, result.err
     agents = {agent["name"]: agent for agent in json.loads(result.out)["agents"]}
-    assert set(agents) == {"claude", "codex", "hermes", "pi"}
+    assert set(agents) == set(BUILTIN) - {"parquet"}  # every agent funes sweeps or wires, found or not
     claude = agents["claude"]
     assert (claude["found"], claude["sessions_on_disk"], claude["indexed_sessions"], claude["wired"]) == \
         (True, 5, 4, False)
@@ -104,9 +107,10 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     assert not any("parquet" in line for line in lines)
     refused = funes("add", "parquet")
     assert refused.code == 2 and "funes cannot wire agent-traces Parquet" in refused.err
-    unknown = funes("remove", "cursor")
+    unknown = funes("remove", "vim")
     assert unknown.code == 2
-    assert unknown.err == "funes: unknown agent 'cursor': expected one of claude, codex, hermes, pi\n"
+    assert unknown.err == "funes: unknown agent 'vim': expected one of " \
+        f"{', '.join(name for name in sorted(BUILTIN) if name != 'parquet')}\n"
 
 
 def test_an_agent_not_on_this_machine_is_listed_as_not_found(isolated_env):
