@@ -27,7 +27,7 @@ FLAT = "0c9d8e7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f"
 @pytest.fixture(autouse=True)
 def linux_paths(monkeypatch):
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.setattr(cursor.sys, "platform", "linux")
+    monkeypatch.setattr(cursor_agent.sys, "platform", "linux")
 
 
 @pytest.fixture
