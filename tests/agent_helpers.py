@@ -21,7 +21,7 @@ import pytest
 AGENT_CLIS = Path(os.environ.get("FUNES_TEST_AGENT_CLIS") or Path.home() / ".cache" / "funes-agent-clis")
 NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "pi": "@mariozechner/pi-coding-agent",
                 "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code", "copilot": "@github/copilot",
-                "cline": "cline", "amp": "@ampcode/cli"}
+                "cline": "cline", "amp": "@ampcode/cli", "opencode": "opencode-ai"}
 INSTALL = f"npm install --prefix {AGENT_CLIS} {' '.join(NPM_PACKAGES.values())}"
 PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
 
@@ -144,3 +144,18 @@ def wait_for(condition, timeout: float = 60, interval: float = 0.2) -> float:
             raise AssertionError(f"still not true after {timeout}s: {condition}")
         time.sleep(interval)
     return time.monotonic() - started
+
+
+def assert_indexed_and_recalled(harness: str, query: str, session_id: str, *index_args: str) -> dict:
+    """`funes index [args]` takes the agent's sessions into the memory and `funes recall
+    --harness` finds ``query`` in ``session_id``; returns that hit (``--json``)."""
+    import json
+
+    indexed = funes("index", "--yes", *index_args)
+    assert indexed.code == 0, indexed.err
+    recalled = funes("recall", query, "--harness", harness, "--json")
+    assert recalled.code == 0, recalled.err
+    hits = json.loads(recalled.out)
+    assert hits and all(hit["harness"] == harness for hit in hits), hits
+    assert hits[0]["session_id"] == session_id, hits[0]
+    return hits[0]

@@ -86,7 +86,57 @@ def pi_turn(home: Path, word: str) -> Path:
     return session
 
 
-TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn}
+def opencode_turn(home: Path, word: str) -> dict:
+    from trace_helpers import fixture_module
+
+    db = home / ".local" / "share" / "opencode" / "opencode.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if not db.exists():
+        fixture_module("agents/opencode/make_opencode_db.py").build(db)
+    message, created = "msg_z" + uuid.uuid4().hex[:8], int(time.time() * 1000)
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO message VALUES (?, 'ses_0main', ?, ?, ?)", (message, created, created, json.dumps(
+            {"role": "assistant", "time": {"created": created, "completed": created}, "parentID": "msg_a08"})))
+        conn.execute("INSERT INTO part VALUES (?, ?, 'ses_0main', ?, ?, ?)", ("prt" + message[3:], message, created,
+                     created, json.dumps({"type": "text", "text": sentence(word)})))
+    return {"session_id": "ses_0main", "hook_event_name": "session.idle", "cwd": "/home/dev/widget"}
+
+
+def goose_turn(home: Path, word: str) -> dict:
+    from trace_helpers import fixture_module
+
+    db = home / ".local" / "share" / "goose" / "sessions" / "sessions.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if not db.exists():
+        fixture_module("agents/goose/make_goose_db.py").build(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO messages (message_id, session_id, role, content_json, created_timestamp) "
+                     "VALUES (?, '20260528_1', 'assistant', ?, ?)",
+                     ("msg_" + uuid.uuid4().hex[:8], json.dumps([{"type": "text", "text": sentence(word)}]),
+                      int(time.time())))
+    return {"event": "Stop", "session_id": "20260528_1", "working_dir": "/home/dev/api",
+            "last_assistant_message": sentence(word)}
+
+
+def cursor_turn(home: Path, word: str) -> dict:
+    """An older Cursor build: the payload names the conversation, not its transcript."""
+    import shutil
+
+    from trace_helpers import AGENT_FIXTURES
+
+    projects = home / ".cursor" / "projects"
+    if not projects.exists():
+        shutil.copytree(AGENT_FIXTURES / "cursor" / "projects", projects)
+    conversation = "0c9d8e7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f"
+    with next(projects.rglob(f"{conversation}.jsonl")).open("a") as out:
+        out.write(json.dumps({"role": "assistant", "message": {"content": [{"type": "text", "text": sentence(word)}]}})
+                  + "\n")
+    return {"hook_event_name": "stop", "conversation_id": conversation, "generation_id": uuid.uuid4().hex,
+            "status": "completed", "workspace_roots": ["/home/dev/notes"]}
+
+
+TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn, "opencode": opencode_turn,
+         "goose": goose_turn, "cursor": cursor_turn}
 
 
 # ---------------------------------------------------------------- running hooks
@@ -143,7 +193,7 @@ def stored_ids() -> list[str]:
 
 
 # ---------------------------------------------------------------- tests
-@pytest.mark.parametrize("agent", ["claude", "codex", "hermes"])
+@pytest.mark.parametrize("agent", sorted(TURNS))
 def test_the_hook_returns_at_once_and_the_turn_becomes_recallable(memory_home, agent):
     word = token()
     payload = TURNS[agent](memory_home, word)

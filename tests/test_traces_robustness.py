@@ -456,3 +456,194 @@ def test_aider_log_with_garbage_lines(tmp_path_factory, data):
     path.write_bytes(b"\n".join(lines))
     for unit in aider.discover(path):
         assert_well_formed(aider.parse(unit))
+
+
+# --- OpenCode, Goose, Crush, Cursor: odd rows in their SQLite stores --------------------
+
+from funes.agents.crush import parser as crush  # noqa: E402
+from funes.agents.cursor import parser as cursor  # noqa: E402
+from funes.agents.goose import parser as goose  # noqa: E402
+from funes.agents.opencode import parser as opencode  # noqa: E402
+from trace_helpers import AGENT_FIXTURES, fixture_module  # noqa: E402
+
+# (parser, fixture under tests/fixtures/agents, file name the agent would give it)
+AGENT_JSONL_CASES = [
+    (cursor, "cursor/projects/home-dev-notes/agent-transcripts/5b2f7c1e-9a0d-4c3b-8e21-6f4a1d2c3b10/"
+             "5b2f7c1e-9a0d-4c3b-8e21-6f4a1d2c3b10.jsonl", "agent-transcripts/s1/s1.jsonl"),
+    (goose, "goose/20250219_1.jsonl", "sessions/20250219_1.jsonl"),
+]
+
+
+@pytest.mark.parametrize(("module", "fixture", "name"), AGENT_JSONL_CASES, ids=[m.HARNESS for m, _, _ in AGENT_JSONL_CASES])
+@SETTINGS
+@given(data=st.data())
+def test_agent_transcripts_survive_garbage_between_valid_lines(tmp_path, module, fixture, name, data):
+    lines = (AGENT_FIXTURES / fixture).read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]
+    clean = parse_file(module, AGENT_FIXTURES / fixture)
+    insertions = data.draw(st.lists(st.tuples(st.integers(1, len(lines)), garbage_lines(records)), max_size=8))
+    mixed = list(lines)
+    for position, garbage in sorted(insertions, key=lambda item: -item[0]):
+        mixed.insert(position, garbage)
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(mixed))
+    session = parse_file(module, path)
+    assert_well_formed(session)
+    assert not Counter(texts(clean)) - Counter(texts(session)), "a valid line next to garbage was lost"
+
+
+bubble_values = json_texts | st.binary(max_size=30) | st.fixed_dictionaries({
+    "type": st.sampled_from([1, 2, 3]) | json_values, "text": json_values, "thinking": json_values,
+    "createdAt": json_values, "toolFormerData": json_values | st.fixed_dictionaries({
+        "name": json_values, "rawArgs": json_values | json_texts, "result": json_values, "toolCallId": json_values}),
+}).map(json.dumps)
+
+
+@pytest.fixture(scope="module")
+def cursor_template(tmp_path_factory):
+    return fixture_module("agents/cursor/make_cursor_vscdb.py").build(tmp_path_factory.mktemp("cursor-template") / "User")
+
+
+@SETTINGS
+@given(values=st.lists(st.tuples(st.sampled_from(["b1", "b3", "b5", "b-missing"]), bubble_values), max_size=5),
+       composer=st.none() | json_texts | st.fixed_dictionaries({"fullConversationHeadersOnly": json_values,
+                                                                "conversation": json_values}).map(json.dumps))
+def test_cursor_odd_values(tmp_path_factory, cursor_template, values, composer):
+    user = tmp_path_factory.mktemp("cursor") / "User"
+    shutil.copytree(cursor_template, user)
+    db = user / "globalStorage" / "state.vscdb"
+    conn = sqlite3.connect(db)
+    with conn:
+        for bubble_id, value in values:
+            conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:c0ffee00-0000-4000-8000-0000000modern:"
+                                                                   f"{bubble_id}", value))
+        if composer is not None:
+            conn.execute("INSERT INTO cursorDiskKV VALUES ('composerData:c0ffee00-0000-4000-8000-0000000legacy', ?)",
+                         (composer,))
+    conn.close()
+    for unit in cursor.discover(user):
+        assert_well_formed(cursor.parse(unit))
+
+
+part_shapes = st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "reasoning", "tool", "file", "step-start"]) | st.text(max_size=5),
+    "text": json_values,
+    "tool": json_values,
+    "callID": json_values,
+    "state": json_values | st.fixed_dictionaries({"status": st.sampled_from(["running", "completed", "error"]),
+                                                 "input": json_values, "output": json_values,
+                                                 "metadata": json_values, "time": json_values}),
+    "time": json_values,
+    "synthetic": json_values,
+})
+message_shapes = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]) | json_values,
+                                        "time": json_values, "summary": json_values, "parentID": json_values})
+row_data = json_texts | part_shapes.map(json.dumps) | st.binary(max_size=40)
+
+
+@pytest.fixture(scope="module")
+def opencode_template(tmp_path_factory):
+    return fixture_module("agents/opencode/make_opencode_db.py").build(tmp_path_factory.mktemp("oc-template") / "opencode.db")
+
+
+@SETTINGS
+@given(messages=st.lists(st.tuples(json_texts | message_shapes.map(json.dumps), st.lists(row_data, max_size=4)),
+                         max_size=5),
+       updates=st.lists(st.tuples(st.sampled_from(["msg_a02", "msg_a03", "prt_a02_04", "prt_a03_02"]), row_data),
+                        max_size=3))
+def test_opencode_odd_rows(tmp_path_factory, opencode_template, messages, updates):
+    db = tmp_path_factory.mktemp("oc") / "opencode.db"
+    shutil.copyfile(opencode_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for index, (message, parts) in enumerate(messages):
+            conn.execute("INSERT INTO message VALUES (?, 'ses_0main', 1, 1, ?)", (f"msg_z{index}", message))
+            for number, part in enumerate(parts):
+                conn.execute("INSERT INTO part VALUES (?, ?, 'ses_0main', 1, 1, ?)",
+                             (f"prt_z{index}_{number}", f"msg_z{index}", part))
+        for row_id, data in updates:
+            table = "message" if row_id.startswith("msg") else "part"
+            conn.execute(f"UPDATE {table} SET data = ? WHERE id = ?", (data, row_id))
+    conn.close()
+    for unit in opencode.discover(db):
+        assert_well_formed(opencode.parse(unit))
+
+
+goose_content = st.lists(json_values | st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "thinking", "toolRequest", "toolResponse"]) | st.text(max_size=5),
+    "text": json_values, "id": json_values, "toolCall": json_values, "toolResult": json_values,
+}), max_size=4)
+
+
+@pytest.fixture(scope="module")
+def goose_template(tmp_path_factory):
+    return fixture_module("agents/goose/make_goose_db.py").build(tmp_path_factory.mktemp("goose-template") / "sessions.db")
+
+
+@SETTINGS
+@given(rows=st.lists(st.fixed_dictionaries({
+    "message_id": sql_values,
+    "role": st.sampled_from(["user", "assistant"]) | sql_values.filter(lambda v: v is not None),  # NOT NULL
+    "content_json": json_texts | goose_content.map(json.dumps) | st.binary(max_size=30),
+    "created_timestamp": sql_values.filter(lambda v: v is not None), "metadata_json": json_texts | sql_values,
+}), max_size=6))
+def test_goose_odd_rows(tmp_path_factory, goose_template, rows):
+    db = tmp_path_factory.mktemp("goose") / "sessions.db"
+    shutil.copyfile(goose_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for row in rows:
+            names = ", ".join(["session_id", *row])
+            conn.execute(f"INSERT INTO messages ({names}) VALUES (?{', ?' * len(row)})", ("20260528_1", *row.values()))
+    conn.close()
+    for unit in goose.discover(db):
+        assert_well_formed(goose.parse(unit))
+
+
+crush_parts = st.lists(json_values | st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "reasoning", "tool_call", "tool_result", "shell_command", "finish"]),
+    "data": json_values | st.fixed_dictionaries({"text": json_values, "input": json_values, "name": json_values,
+                                                 "finished": json_values, "exit_code": json_values}),
+}), max_size=4)
+
+
+@pytest.fixture(scope="module")
+def crush_template(tmp_path_factory):
+    return fixture_module("agents/crush/make_crush_db.py").build(tmp_path_factory.mktemp("crush-template") / "crush.db")
+
+
+@SETTINGS
+@given(rows=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]) | st.text(max_size=4),
+                               json_texts | crush_parts.map(json.dumps) | st.binary(max_size=30),
+                               sql_values, sql_values), max_size=6))
+def test_crush_odd_rows(tmp_path_factory, crush_template, rows):
+    db = tmp_path_factory.mktemp("crush") / "crush.db"
+    shutil.copyfile(crush_template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for index, (role, parts, created, finished) in enumerate(rows):
+            conn.execute("INSERT INTO messages (id, session_id, role, parts, created_at, updated_at, finished_at) "
+                         "VALUES (?, ?, ?, ?, ?, 0, ?)", (f"z{index}", "call_task1", role, parts,
+                                                          0 if created is None else created, finished))
+    conn.close()
+    for unit in crush.discover(db):
+        assert_well_formed(crush.parse(unit))
+
+
+@pytest.mark.parametrize("name", ["opencode.db", "sessions.db", "crush.db", "state.vscdb"])
+@SETTINGS
+@given(content=st.binary(max_size=3000))
+def test_random_bytes_as_an_agent_database(tmp_path_factory, name, content):
+    module = {"opencode.db": opencode, "sessions.db": goose, "crush.db": crush, "state.vscdb": cursor}[name]
+    path: Path = tmp_path_factory.mktemp("random") / name
+    path.write_bytes(content)
+    try:
+        for unit in module.discover(path):
+            assert_well_formed(module.parse(unit))
+    except TraceReadError:
+        pass
+    try:
+        assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
+    except TraceReadError:
+        pass

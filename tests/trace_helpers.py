@@ -11,6 +11,7 @@ from funes.traces.model import Session, SourceUnit, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
+AGENT_FIXTURES = FIXTURES / "agents"
 
 
 def only_unit(module: ModuleType, path: Path) -> SourceUnit:
@@ -61,13 +62,19 @@ def copy_fixture(name: str, dest_dir: Path, new_name: str | None = None) -> Path
     return dest
 
 
-def hermes_builder() -> ModuleType:
-    """tests/fixtures/make_hermes_db.py, imported by path (fixtures is no package)."""
-    spec = importlib.util.spec_from_file_location("make_hermes_db", FIXTURES / "make_hermes_db.py")
+def fixture_module(relative: str) -> ModuleType:
+    """A fixture builder script under tests/fixtures/ (``agents/crush/make_crush_db.py``),
+    imported by path (fixtures is no package)."""
+    path = FIXTURES / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
+
+
+def hermes_builder() -> ModuleType:
+    return fixture_module("make_hermes_db.py")
 
 
 def build_hermes_db(path: Path, legacy: bool = False) -> Path:

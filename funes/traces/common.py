@@ -281,6 +281,17 @@ def path_touches(arguments: Any, keys: Collection[str], action: str) -> tuple[Fi
     return file_touches(found, action)
 
 
+def file_touch(path: Any, action: str) -> tuple[FileTouch, ...]:
+    """One touch of ``path`` (as the trace wrote it) by ``action`` (one of
+    FILE_ACTIONS), or none when the argument is missing or not a path string."""
+    return (FileTouch(path, action),) if isinstance(path, str) and path.strip() else ()
+
+
+def exit_status(value: Any) -> int | None:
+    """A recorded exit status: an integer (not a boolean), else None."""
+    return value if type(value) is int else None
+
+
 def record_call(block: Block, arguments: Any, *, action: str | None = None, shell: bool = False) -> Block:
     """Fill a tool_use block's ``files`` and ``command`` from its call's
     arguments (a mapping, or the JSON text of one) by the common conventions:

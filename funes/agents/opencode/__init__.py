@@ -1,0 +1,85 @@
+"""OpenCode (anomalyco/opencode, formerly sst/opencode): sessions in
+``opencode.db`` (and the legacy ``storage/`` JSON tree) of its data folder; funes's
+MCP server in the global ``opencode.json`` and a plugin that runs the hook when a
+session goes idle.  Format facts: FORMAT.md."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from funes.agents.base import Agent
+from funes.traces.model import SourceUnit
+
+if TYPE_CHECKING:
+    from funes.wiring import Wiring
+
+DB_NAME = "opencode.db"
+MOVED_DB_ENV = "OPENCODE_DB"
+
+
+def is_database_name(name: str) -> bool:
+    """``opencode.db``, or ``opencode-<channel>.db`` of another release channel."""
+    return name == DB_NAME or (name.startswith("opencode-") and name.endswith(".db"))
+
+
+class OpenCode(Agent):
+    name = "opencode"
+    harness = "opencode"
+    label = "OpenCode"
+    home_default = ".local/share/opencode"
+    parser = "funes.agents.opencode.parser"
+
+    def home(self, env: Mapping[str, str] | None = None) -> Path:
+        """The data folder: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``
+        (macOS too: OpenCode uses the XDG layout everywhere)."""
+        env = os.environ if env is None else env
+        base = env.get("XDG_DATA_HOME")
+        return Path(base).expanduser() / "opencode" if base else Path.home() / self.home_default
+
+    def roots(self, env: Mapping[str, str] | None = None) -> list[Path]:
+        """The data folder, and the database ``$OPENCODE_DB`` names when it lies
+        elsewhere (a relative value is taken inside the data folder, as OpenCode does)."""
+        env = os.environ if env is None else env
+        data = self.home(env)
+        roots = [data]
+        moved = env.get(MOVED_DB_ENV)
+        if moved and moved != ":memory:":
+            path = Path(moved).expanduser()
+            path = path if path.is_absolute() else data / path
+            if path.parent != data:
+                roots.append(path)
+        return roots
+
+    def claims_location(self, path: Path) -> int:
+        path = path.expanduser()
+        if path.suffix == ".db" and is_database_name(path.name):
+            return 3
+        if "/opencode/storage/" in path.as_posix().rstrip("/") + "/":
+            return 2
+        return super().claims_location(path)
+
+    def hook_units(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> list[SourceUnit]:
+        """OpenCode's plugin sends the session id, no transcript: the session is
+        looked up by id in the data folder the hook's environment names."""
+        session_id = payload.get("session_id")
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("the OpenCode payload names no session_id")
+        units = [unit for root in self.roots(env) if root.exists()
+                 for unit in self.discover(root) if unit.session_id == session_id]
+        if not units:
+            raise ValueError(f"no OpenCode session {session_id!r} under {', '.join(map(str, self.roots(env)))}")
+        return units[:1]
+
+    def hook_session(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+        return f"{self.home(env)}:{payload.get('session_id')}"
+
+    def wiring(self) -> Wiring:
+        from funes.agents.opencode.wiring import OpenCodeWiring
+
+        return OpenCodeWiring(self)
+
+
+AGENT = OpenCode()
