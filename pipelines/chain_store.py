@@ -23,6 +23,8 @@ import dagster as dg
 from funes.memory.location import MemoryLocation, location_for
 
 FOLDER = "pipeline"
+# The assets whose values the chain store holds (memory_chunks discards them once stored).
+CHAIN_VALUES = ("session_turns", "redacted_chunks", "chunk_embeddings")
 
 
 def _filesystem(location: MemoryLocation) -> tuple[Any, str]:
@@ -95,8 +97,9 @@ class ChainIOManager(dg.ConfigurableIOManager):
     def store(self) -> ChainStore:
         return ChainStore(location_for(self.memory))
 
-    def handle_output(self, context: dg.OutputContext, obj: Mapping[str, Any]) -> None:
-        self.store().put(context.asset_key.to_python_identifier(), obj)
+    def handle_output(self, context: dg.OutputContext, obj: Mapping[str, Any] | None) -> None:
+        if obj is not None:  # memory_chunks writes the memory itself and hands nothing on
+            self.store().put(context.asset_key.to_python_identifier(), obj)
 
     def load_input(self, context: dg.InputContext) -> dict[str, Any]:
         return self.store().get(context.asset_key.to_python_identifier(), context.asset_partition_keys)
