@@ -370,7 +370,31 @@ def test_the_chain_runs_under_the_multiprocess_executor(agent_home, tmp_path):
         run = instance.get_runs()[0]
         assert run.status == dg.DagsterRunStatus.SUCCESS
         starts = [e for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.event_type_value == "STEP_START"]
-        pids = {e.step_key: e.pid for e in starts}
+        pids = {e.step_key: e.dagster_event.pid for e in starts}
         assert {"session_turns", "redacted_chunks", "chunk_embeddings", "memory_chunks"} <= set(pids)
         assert len(set(pids.values())) == len(pids)  # one process per step
         assert instance.get_materialized_partitions(dg.AssetKey("memory_chunks")) == set(keys)
+
+
+def test_hub_publication_failures_name_its_config_not_cli_flags(memory_home, hub_env, instance, monkeypatch):
+    """A first push without `assume_yes` fails the run in Dagster's terms; with it, the push lands."""
+    from funes.assets.publication import hub_publication
+
+    repo_id = "test-user/pipeline-first-push"
+    resources = {"memory": defs.resources["memory"]}
+
+    def publish(**config):
+        return dg.materialize([hub_publication], instance=instance, resources=resources, raise_on_error=False,
+                              run_config={"ops": {"hub_publication": {"config": config}}})
+
+    monkeypatch.delenv("FUNES_HUB_REMOTE", raising=False)
+    nowhere = publish()
+    assert not nowhere.success
+    refused = publish(remote=repo_id)
+    assert not refused.success
+    message = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE").step_failure_data.error.message
+    assert "`assume_yes: true` in hub_publication's config" in message and "--yes" not in message
+    assert "PushRefused" not in message
+    published = publish(remote=repo_id, assume_yes=True)
+    assert published.success
+    assert published.asset_materializations_for_node("hub_publication")[0].metadata["pushed"].value > 0
