@@ -91,7 +91,7 @@ def record(location: MemoryLocation, report: IndexReport, *, origin: str) -> int
             tags={**tags, "dagster/data_version": session.signature}))
         observed = instance.fetch_observations(
             dg.AssetRecordsFilter(asset_key=dg.AssetKey("raw_traces"), asset_partitions=[session.key]), limit=1)
-        provenance = {"dagster/code_version": "funes", "dagster/input_data_version/raw_traces": session.signature,
+        provenance = {"dagster/input_data_version/raw_traces": session.signature,
                       "dagster/input_event_pointer/raw_traces": str(observed.records[0].storage_id)}
         for asset in CHAIN:
             instance.report_runless_asset_event(dg.AssetMaterialization(

@@ -343,6 +343,7 @@ def test_dense_backfill_and_maintenance_run_and_a_model_mismatch_blocks_the_chai
     assert key not in instance.get_materialized_partitions(dg.AssetKey("memory_chunks"))
 
 
+@pytest.mark.slow
 def test_the_chain_runs_under_the_multiprocess_executor(agent_home, tmp_path):
     """Each step in its own process, from the code location as deployed
     (`dagster job execute -m funes.pipelines.definitions`), values through the chain store."""
