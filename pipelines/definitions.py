@@ -16,9 +16,9 @@ from funes.pipelines.chain_store import ChainIOManager
 from funes.pipelines.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
 
 MEMORY = dg.EnvVar("FUNES_MEMORY").get_value("local") or "local"
-# In-process by default: tiny runs on a laptop (the multiprocess executor costs a
-# process start per step, see BENCHMARKS.md); FUNES_EXECUTOR=multiprocess runs each
-# step in its own process, the chain's values passing through the chain store.
+# In-process by default: tiny runs on a laptop (the multiprocess executor starts a
+# Python process, importing Dagster and funes, per step); FUNES_EXECUTOR=multiprocess
+# runs each step in its own process, the chain's values passing through the chain store.
 EXECUTORS = {"in_process": dg.in_process_executor, "multiprocess": dg.multiprocess_executor}
 EXECUTOR = dg.EnvVar("FUNES_EXECUTOR").get_value("in_process") or "in_process"
 if EXECUTOR not in EXECUTORS:
