@@ -2,30 +2,35 @@
 
 # No `from __future__ import annotations`: Dagster reads these annotations at
 # definition time to inject context, config and resources.
+from typing import Optional
+
 import dagster as dg
 import numpy as np
 
-from funes.indexing import ParsedUnit, embed_backlog, vectors_for_new
+from funes.indexing import SessionChunks, embed_backlog, embed_stage, tiers_embedded
+from funes.pipelines.records import by_tier
 from funes.pipelines.resources import EmbedderResource, MemoryResource
 
 from funes.assets.ingest import SESSION_CHAIN
 
 
-@dg.asset(**SESSION_CHAIN, io_manager_key="run_memory", kinds={"onnx"})
+@dg.asset(**SESSION_CHAIN, kinds={"onnx"})
 def chunk_embeddings(
     context: dg.AssetExecutionContext,
-    redacted_chunks: dict[str, ParsedUnit | None],
+    redacted_chunks: dict[str, Optional[SessionChunks]],
     memory: MemoryResource,
     embedder: EmbedderResource,
-) -> dict[str, np.ndarray]:
-    """Vectors for the chunks the memory does not hold yet (chunk id → vector)."""
-    chunks = [c for item in redacted_chunks.values() if item is not None for c in item.chunks]
-    if not chunks:
-        context.add_output_metadata({"embedded": 0})
-        return {}
-    vectors = vectors_for_new(memory.stored_ids(), embedder.embedder(), chunks)
-    context.add_output_metadata({"embedded": len(vectors), "device": embedder.embedder().device})
-    return vectors
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per session, vectors for the chunks the memory does not hold yet (chunk id → vector)."""
+    known = memory.stored_ids()
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for key, item in redacted_chunks.items():
+        out[key] = embed_stage([item], known, embedder.embedder()) if item is not None and item.chunks else {}
+        if item is not None:
+            tiers = tiers_embedded(item.chunks, out[key].keys())
+            context.add_asset_metadata({"embedded": sum(tiers.values()), "embedded_by_tier": by_tier(tiers)},
+                                       partition_key=key)
+    return out
 
 
 class DenseBackfillConfig(dg.Config):
@@ -37,7 +42,11 @@ def dense_backfill(context: dg.AssetExecutionContext, config: DenseBackfillConfi
                    embedder: EmbedderResource) -> dg.MaterializeResult:
     """Vectors for rows stored lexical-only (a bulk first index), text first, in
     bounded, resumable steps: the backlog is the rows whose vector is still null."""
+    from funes.indexing import IndexReport
+
+    report = IndexReport()
     with memory.writer() as writer:
-        done = embed_backlog(writer, embedder.embedder(), budget_s=config.budget_s)
+        embed_backlog(writer, embedder.embedder(), budget_s=config.budget_s, report=report)
         pending = writer.pending_count()
-    return dg.MaterializeResult(metadata={"embedded": done, "pending": pending})
+    return dg.MaterializeResult(metadata={"embedded": report.embedded, "embedded_by_tier": by_tier(report.backlog_by_tier),
+                                          "pending": pending})

@@ -7,7 +7,8 @@ from typing import Optional
 
 import dagster as dg
 
-from funes.hub.push import NothingPublishable, push
+from funes.errors import FunesError
+from funes.hub.push import NothingPublishable, PushRefused, push
 from funes.pipelines.resources import MemoryResource
 
 REMOTE_ENV = "FUNES_HUB_REMOTE"
@@ -34,6 +35,12 @@ def hub_publication(context: dg.AssetExecutionContext, config: PublicationConfig
     except NothingPublishable as exc:
         raise dg.Failure(str(exc), metadata={"held_back": exc.report.held_back,
                                              "findings_by_rule": dict(exc.report.gate.findings)}) from exc
+    except PushRefused as exc:
+        raise dg.Failure(f"{exc.remote} {exc.held} and this memory never pushed there: a first push needs "
+                         f"`assume_yes: true` in hub_publication's config (or one `funes push` by hand)",
+                         metadata={"remote": exc.remote}) from exc
+    except FunesError as exc:  # an unreachable Hub, a missing or damaged memory: its one-line message
+        raise dg.Failure(f"hub_publication to {remote}: {exc}", metadata={"remote": remote}) from exc
     for warning in report.warnings():
         context.log.warning(warning)
     return dg.MaterializeResult(metadata={
@@ -49,8 +56,7 @@ def hub_publication(context: dg.AssetExecutionContext, config: PublicationConfig
     })
 
 
-publish_memory = dg.define_asset_job("publish_memory", selection=dg.AssetSelection.assets(hub_publication),
-                                     executor_def=dg.in_process_executor)
+publish_memory = dg.define_asset_job("publish_memory", selection=dg.AssetSelection.assets(hub_publication))
 
 publication_schedule = dg.ScheduleDefinition(
     name="hub_publication_schedule", job=publish_memory, cron_schedule="*/30 * * * *",

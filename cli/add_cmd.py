@@ -69,12 +69,12 @@ def print_addable() -> None:
 def _first_index(target, binding, yes: bool) -> None:
     """Index the agent's existing sessions when the memory has none of them yet."""
     from funes.cli.common import ProgressBars, confirm, note
-    from funes.embedding import IDENTITY, load_embedder
+    from funes.embedding import load_embedder
     from funes.errors import MemoryMissingError, WriterBusyError
-    from funes.indexing import embed_backlog, index_units
+    from funes.indexing import index_memory
     from funes.memory.location import location_for
-    from funes.memory.store import Memory, MemoryWriter
-    from funes.pipelines.recording import record_in_background
+    from funes.memory.store import Memory
+    from funes.pipelines.records import recorder
     from funes.traces import discover
 
     location = location_for(None if binding.remote else binding.memory)
@@ -94,14 +94,12 @@ def _first_index(target, binding, yes: bool) -> None:
         return
     bars = ProgressBars()
     try:
-        with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer, bars.shown():
-            report = index_units(writer, units, progress=bars)
-            embedded = embed_backlog(writer, load_embedder(), budget_s=FIRST_INDEX_EMBED_BUDGET_S, progress=bars)
-            pending = writer.pending_count()
+        with bars.shown():
+            report = index_memory(location, units, embedder=load_embedder,
+                                  backlog_budget_s=FIRST_INDEX_EMBED_BUDGET_S, progress=bars, record=recorder("cli"))
     except WriterBusyError as exc:
         raise WriterBusyError(f"{exc}; funes is set up in {target.label}: build its first index later with "
                               f"`funes index --harness {target.name}`") from exc
     print(f"First index: {report.changed} {target.label} session(s), {report.chunks_added} chunks searchable by "
-          f"keyword, {embedded} by meaning so far" + (f" ({pending} more are embedded by later turns)" if pending
-                                                      else "") + ".")
-    record_in_background(location, [unit.key for unit in units], origin="cli")
+          f"keyword, {report.embedded} by meaning so far" + (f" ({report.pending} more are embedded by later turns)"
+                                                             if report.pending else "") + ".")

@@ -68,23 +68,43 @@ class ProgressBars:
             self._progress.update(task, total=total)
         self._progress.advance(task, advance)
 
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+        self._tasks = {}
+        self._progress.start()
+
+    def _stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
+        self._tasks = {}
+
     @contextmanager
     def shown(self) -> Iterator[ProgressBars]:
         if not stderr_is_terminal():
             yield self
             return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        self._start()
+        try:
+            yield self
+        finally:
+            self._stop()
 
-        with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), console=Console(stderr=True), transient=False) as progress:
-            self._progress = progress
-            self._tasks = {}
-            try:
-                yield self
-            finally:
-                self._progress = None
-                self._tasks = {}
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bars off the terminal while a question is asked; a new display after it."""
+        if self._progress is None:
+            yield
+            return
+        self._stop()
+        try:
+            yield
+        finally:
+            self._start()
 
 
 def require_positive(name: str, value: int | None) -> None:

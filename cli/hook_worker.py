@@ -248,12 +248,10 @@ class Worker:
     def index(self, memory: str | None, batch: list[Request]) -> bool:
         """Index ``batch`` into ``memory``; False (nothing done) when another
         process holds its writer lock."""
-        from funes.embedding import IDENTITY
         from funes.errors import FunesError, WriterBusyError
-        from funes.indexing import embed_backlog, index_units
+        from funes.indexing import IndexReport, index_memory
         from funes.memory.location import location_for
-        from funes.memory.store import MemoryWriter
-        from funes.pipelines.recording import record_in_background
+        from funes.pipelines.records import recorder
         from funes.traces import order_units
 
         started = time.monotonic()
@@ -265,20 +263,20 @@ class Worker:
                 log.warning("%s: %s", request.agent, exc)
         units = order_units(units)
         location = location_for(memory)
+
+        def indexed(report: IndexReport) -> None:
+            for request in batch:
+                request.path.unlink(missing_ok=True)
+            log.info("indexed %d of %d session(s) into %s: %d chunks added, %d embedded, %d error(s) in %.2fs",
+                     report.changed, report.units, location.label, report.chunks_added, report.embedded,
+                     len(report.errors), time.monotonic() - started)
+            for error in report.errors:
+                log.warning("will retry: %s", error)
+
         try:
-            with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim, wait_s=0) as writer:
-                report = index_units(writer, units, embedder=self.embedder() if units else None)
-                for request in batch:
-                    request.path.unlink(missing_ok=True)
-                log.info("indexed %d of %d session(s) into %s: %d chunks added, %d embedded, %d error(s) in %.2fs",
-                         report.changed, report.units, location.label, report.chunks_added, report.embedded,
-                         len(report.errors), time.monotonic() - started)
-                for error in report.errors:
-                    log.warning("will retry: %s", error)
-                if writer.pending_count():
-                    filled = embed_backlog(writer, self.embedder(), budget_s=BACKLOG_BUDGET_S,
-                                           should_stop=lambda: has_requests(self.folder))
-                    log.info("embedded %d earlier chunk(s) still lacking vectors", filled)
+            report = index_memory(location, units, embedder=self.embedder, embed_new=True, wait_s=0,
+                                  backlog_budget_s=BACKLOG_BUDGET_S, should_stop=lambda: has_requests(self.folder),
+                                  on_indexed=indexed, record=recorder("hook"))
         except WriterBusyError:
             return False
         except FunesError as exc:  # a memory this funes cannot write: retrying every turn would not help
@@ -286,7 +284,8 @@ class Worker:
             for request in batch:
                 request.path.unlink(missing_ok=True)
             return True
-        record_in_background(location, [unit.key for unit in units], origin="hook")
+        if report.backlog_by_tier:
+            log.info("embedded %d earlier chunk(s) still lacking vectors", sum(report.backlog_by_tier.values()))
         return True
 
 

@@ -62,45 +62,33 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
     (for ``budget_s`` seconds when given, offering the rest on a terminal); print
     warnings (discovery's first: folders it could not read) and a summary line.
     False when some transcripts could not be read."""
-    from funes import indexing
     from funes.embedding import IDENTITY, load_embedder
+    from funes.indexing import IndexReport, index_memory
     from funes.memory.store import MemoryWriter
-    from funes.pipelines.recording import record_in_background
+    from funes.pipelines.records import recorder
+
+    def ask_for_the_rest(writer: MemoryWriter, report: IndexReport) -> bool:
+        estimate = ""
+        embedded = sum(report.backlog_by_tier.values())
+        if embedded:
+            # Embedding time follows tokens, not chunks (the backlog's first tier is short
+            # text, its last long tool output), so the rate is taken in characters.
+            seconds = max(report.embed_seconds, 1e-3)
+            chars_per_s = report.backlog_chars / seconds
+            estimate = (f" (~{_duration(writer.pending_chars() / max(chars_per_s, 1e-3))}, estimated from the "
+                        f"{embedded / seconds:.0f} chunks/s measured on the first {embedded})")
+        with bars.paused():
+            return confirm(f"{writer.pending_count()} chunks are searchable by keyword but not yet by meaning; "
+                           f"embed them now{estimate}?", default=True, assume_yes=False)
 
     started = time.monotonic()
     bars = ProgressBars()
-    with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim, allow_other_model=rebuild) as writer:
-        if rebuild:
-            kept = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim)
-            note(f"kept {kept} chunks; their vectors will be recomputed with {IDENTITY.model_id}")
-        if limit is not None:
-            units = writer.coverage.changed(units)[:limit]
-        embedded, embedding_s, chars_before = 0, 0.0, 0
-        with bars.shown():
-            report = indexing.index_units(writer, units, include_thinking=include_thinking, progress=bars)
-            embedder = load_embedder() if writer.pending_count() else None
-            if embedder is not None:
-                chars_before, embedding_started = writer.pending_chars(), time.monotonic()
-                embedded = indexing.embed_backlog(writer, embedder, budget_s=budget_s, progress=bars)
-                embedding_s = time.monotonic() - embedding_started
-                report.embedded += embedded
-        pending = writer.pending_count()
-        if pending and offer_rest:
-            estimate = ""
-            if embedded:
-                # Embedding time follows tokens, not chunks (the backlog's first tier is short
-                # text, its last long tool output), so the rate is taken in characters.
-                chars_left = writer.pending_chars()
-                chars_per_s = (chars_before - chars_left) / max(embedding_s, 1e-3)
-                estimate = (f" (~{_duration(chars_left / max(chars_per_s, 1e-3))}, estimated from the "
-                            f"{embedded / max(embedding_s, 1e-3):.0f} chunks/s measured on the first {embedded})")
-            question = (f"{pending} chunks are searchable by keyword but not yet by meaning; "
-                        f"embed them now{estimate}?")
-            if confirm(question, default=True, assume_yes=False):
-                with bars.shown():
-                    report.embedded += indexing.embed_backlog(writer, embedder or load_embedder(), progress=bars)
-                pending = writer.pending_count()
-        report.pending = pending
+    with bars.shown():
+        report = index_memory(location, units, embedder=load_embedder, include_thinking=include_thinking,
+                              backlog_budget_s=budget_s, offer_rest=ask_for_the_rest if offer_rest else None,
+                              limit=limit, rebuild=rebuild, progress=bars, record=recorder("cli"))
+    if rebuild:
+        note(f"kept {report.kept} chunks; their vectors were recomputed with {IDENTITY.model_id}")
     report.errors[:0] = discovery_errors or []
     report.warnings[:0] = discovery_warnings or []
     for warning in report.warnings[:20]:
@@ -118,7 +106,6 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
     )
     if report.pending:
         note("run `funes index --yes` to embed the rest (recall already finds them by keyword)")
-    record_in_background(location, [u.key for u in units], origin="cli")
     return not report.errors
 
 

@@ -1,28 +1,41 @@
-"""Transcripts → the memory, in two speeds.
+"""Transcripts → the memory: one path, in four stages, at two speeds.
+
+The stages are plain functions over one session at a time — parse
+(:func:`parse_stage`), chunk and redact (:func:`chunk_stage`), embed
+(:func:`embed_stage`), store (:func:`store_stage`) — each adding its figures to
+the session's :class:`SessionReport`.  :func:`index_units` runs them in turn
+for a set of transcript units; the Dagster assets run one stage each over the
+sessions of a run.  So ``funes index``, ``funes add``, the hook worker and the
+asset chain store the same rows, and report the same figures.
 
 Parsing, chunking, redaction and BM25 are fast; embedding is compute-bound
-(tens of chunks a second on a laptop CPU).  So indexing first makes every new
-chunk lexically searchable (:func:`index_units`: rows are stored with no vector),
-then fills in vectors in bounded, resumable steps (:func:`embed_backlog`): the
-backlog is simply the rows whose vector is still null, so an interrupted run loses
-nothing and the next one resumes.  The hook worker, ``funes index`` and the
-Dagster assets all call these functions.
+(tens of chunks a second on a laptop CPU).  So a bulk index first makes every
+new chunk lexically searchable (rows are stored with no vector), then fills in
+vectors in bounded, resumable steps (:func:`embed_backlog`): the backlog is
+simply the rows whose vector is still null, so an interrupted run loses nothing
+and the next one resumes.  Small increments (a hook's turn) embed their chunks
+in the same write.  :func:`index_memory` is the whole sequence a command runs:
+open the writer stamped with the pinned model, index, fill a bounded backlog,
+then hand the report to a recorder once the writer lock is released.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence, Set
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from funes.chunking import Chunk, ChunkReport, chunk_session
+from funes.embedding import IDENTITY
 from funes.errors import TraceReadError
+from funes.memory.location import MemoryLocation
 from funes.memory.store import MemoryWriter
-from funes.traces import parse_unit
+from funes.traces import parse_unit, session_key
 from funes.traces.model import ParseWarning, Session, SourceUnit
 
 # Chunks written per Lance commit during a bulk index (fewer, larger fragments).
@@ -46,20 +59,71 @@ class TextEmbedder(Protocol):
 
 
 @dataclass
+class SessionReport:
+    """What indexing did to one session (one partition of the Dagster chain)."""
+
+    key: str
+    signature: str
+    turns: int = 0
+    warnings: list[ParseWarning] = field(default_factory=list)
+    error: str | None = None  # could not be read now (retried next time)
+    chunks: int = 0  # chunks the session yields
+    blocks: int = 0
+    blocks_dropped: int = 0  # secrets that could not be located safely
+    redactions: Counter[str] = field(default_factory=Counter)
+    chunks_added: int = 0
+    chunks_already_stored: int = 0
+    embedded_by_tier: Counter[int] = field(default_factory=Counter)  # rows given a vector, by tier
+
+    @property
+    def embedded(self) -> int:
+        return sum(self.embedded_by_tier.values())
+
+
+@dataclass
 class IndexReport:
     units: int = 0  # units looked at
     changed: int = 0  # units parsed because new or grown
-    sessions: int = 0
-    turns: int = 0
-    chunks_added: int = 0
-    chunks_skipped: int = 0  # already in the memory
-    embedded: int = 0
+    per_session: dict[str, SessionReport] = field(default_factory=dict)  # the sessions parsed or tried
+    embedded: int = 0  # rows given a vector, this session's or earlier ones'
+    backlog_by_tier: Counter[int] = field(default_factory=Counter)  # rows embedded from the backlog
+    backlog_chars: int = 0  # characters of text embedded from the backlog (what its time follows)
+    embed_seconds: float = 0.0  # time spent filling the backlog
     pending: int = 0  # rows still lacking a vector
-    dropped_blocks: int = 0
-    redactions: Counter[str] = field(default_factory=Counter)
+    kept: int = 0  # rows kept for re-embedding (rebuild)
     warnings: list[ParseWarning] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+
+    def _indexed(self) -> list[SessionReport]:
+        return [s for s in self.per_session.values() if s.error is None]
+
+    @property
+    def sessions(self) -> int:
+        return len(self._indexed())
+
+    @property
+    def turns(self) -> int:
+        return sum(s.turns for s in self._indexed())
+
+    @property
+    def chunks_added(self) -> int:
+        return sum(s.chunks_added for s in self._indexed())
+
+    @property
+    def chunks_skipped(self) -> int:
+        return sum(s.chunks_already_stored for s in self._indexed())
+
+    @property
+    def dropped_blocks(self) -> int:
+        return sum(s.blocks_dropped for s in self._indexed())
+
+    @property
+    def redactions(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for session in self._indexed():
+            total.update(session.redactions)
+        return total
 
 
 def embedding_input(text: str, block_type: str | None = None, tool_name: str | None = None) -> str:
@@ -70,49 +134,94 @@ def embedding_input(text: str, block_type: str | None = None, tool_name: str | N
     return text
 
 
+# --------------------------------------------------------------------------- stages
+
+
 @dataclass(slots=True)
-class ParsedUnit:
-    """A unit, its session and the session's chunks, ready to be stored."""
+class ParsedSession:
+    """Stage 1's output: a unit and its session, unredacted (never stored)."""
 
     unit: SourceUnit
     session: Session
+    report: SessionReport
+
+
+@dataclass(slots=True)
+class SessionChunks:
+    """Stage 2's output: a session's redacted chunks, ready to embed and store."""
+
+    unit: SourceUnit
     chunks: list[Chunk]
+    report: SessionReport
 
 
-def vectors_for_new(known: Set[str], embedder: TextEmbedder, chunks: Sequence[Chunk]) -> dict[str, np.ndarray]:
-    """Vectors for the chunks not among ``known`` (stored ones keep their vectors)."""
-    fresh = list({c.id: c for c in chunks if c.id not in known}.values())
+def parse_stage(unit: SourceUnit) -> ParsedSession:
+    """A unit parsed into turns; raises :class:`TraceReadError` when it cannot be
+    read now (see :func:`unreadable`)."""
+    session = parse_unit(unit)
+    report = SessionReport(unit.key, unit.signature, turns=len(session.turns), warnings=list(session.warnings))
+    return ParsedSession(unit, session, report)
+
+
+def unreadable(unit: SourceUnit, error: TraceReadError) -> SessionReport:
+    return SessionReport(unit.key, unit.signature, error=str(error))
+
+
+def chunk_stage(parsed: ParsedSession, *, include_thinking: bool = True) -> SessionChunks:
+    """A session's blocks as chunks with stable ids, data: URIs elided and secrets
+    redacted (a block whose secrets cannot be located is dropped)."""
+    counts = ChunkReport()
+    chunks = list(chunk_session(parsed.session, include_thinking=include_thinking, report=counts))
+    report = parsed.report
+    report.chunks, report.blocks, report.blocks_dropped = counts.chunks, counts.blocks, counts.dropped_blocks
+    report.redactions = Counter(counts.redactions)
+    return SessionChunks(parsed.unit, chunks, report)
+
+
+def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: TextEmbedder) -> dict[str, np.ndarray]:
+    """Vectors for the sessions' chunks not among ``known`` (stored ones keep theirs):
+    chunk id → vector."""
+    fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known}.values())
     if not fresh:
         return {}
     vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in fresh])
     return {chunk.id: vector for chunk, vector in zip(fresh, vectors, strict=True)}
 
 
-def commit_parsed(
-    writer: MemoryWriter,
-    parsed: Sequence[ParsedUnit],
-    vectors: Mapping[str, np.ndarray] | None = None,
-    *,
-    update_lexical: bool = True,
-) -> tuple[int, int]:
-    """Store the chunks of parsed units (with vectors where given), then record the
-    units as indexed: only after their rows are committed, so a run killed at any
-    moment is completed, without duplicates, by the next one.  Returns (added,
-    already stored)."""
-    chunks = [chunk for item in parsed for chunk in item.chunks]
-    added = 0
+def tiers_embedded(chunks: Sequence[Chunk], embedded: Container[str]) -> Counter[int]:
+    """How many of ``chunks`` are among the ``embedded`` ids, by tier."""
+    return Counter(c.tier for c in {c.id: c for c in chunks}.values() if c.id in embedded)
+
+
+def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
+                vectors: Mapping[str, np.ndarray] | None = None) -> None:
+    """Store the sessions' chunks the memory lacks (merge on id, with vectors where
+    given), then record the units as indexed: only after their rows are committed,
+    so a run killed at any moment is completed, without duplicates, by the next
+    one.  Each session's report gets what was added and already there.  BM25 is
+    brought up to date by :meth:`MemoryWriter.sync_lexical` once the writer is done."""
+    vectors = vectors or {}
+    chunks = [chunk for item in sessions for chunk in item.chunks]
+    added: set[str] = set()
     if chunks:
-        with_vectors = [c for c in chunks if vectors and c.id in vectors]
-        without = [c for c in chunks if not (vectors and c.id in vectors)]
+        with_vectors = [c for c in chunks if c.id in vectors]
+        without = [c for c in chunks if c.id not in vectors]
         if with_vectors:
-            stacked = np.stack([vectors[c.id] for c in with_vectors])  # type: ignore[index]
-            added += len(writer.add_chunks(with_vectors, stacked, update_lexical=update_lexical))
+            stacked = np.stack([vectors[c.id] for c in with_vectors])
+            added.update(writer.add_chunks(with_vectors, stacked, update_lexical=False))
         if without:
-            added += len(writer.add_chunks(without, update_lexical=update_lexical))
-    for item in parsed:
-        writer.coverage.record_success(item.unit, turns=len(item.session.turns), chunks=len(item.chunks),
-                                       warnings=len(item.session.warnings))
-    return added, len(chunks) - added
+            added.update(writer.add_chunks(without, update_lexical=False))
+    stored_with_vector = {cid for cid in vectors if cid in added}
+    for item in sessions:
+        ids = {c.id for c in item.chunks}
+        item.report.chunks_added = len(ids & added)
+        item.report.chunks_already_stored = len(ids) - item.report.chunks_added
+        item.report.embedded_by_tier.update(tiers_embedded(item.chunks, stored_with_vector))
+        writer.coverage.record_success(item.unit, turns=item.report.turns, chunks=len(item.chunks),
+                                       warnings=len(item.report.warnings))
+
+
+# --------------------------------------------------------------------------- the path
 
 
 def index_units(
@@ -132,37 +241,31 @@ def index_units(
     report = IndexReport(units=len(units))
     changed = writer.coverage.changed(units)
     report.changed = len(changed)
-    batch: list[ParsedUnit] = []
+    batch: list[SessionChunks] = []
     batch_chunks = 0
 
     def flush() -> None:
         nonlocal batch_chunks
-        chunks = [c for item in batch for c in item.chunks]
-        vectors = vectors_for_new(writer.known_ids(), embedder, chunks) if embedder is not None else None
-        added, skipped = commit_parsed(writer, batch, vectors, update_lexical=False)
-        report.chunks_added += added
-        report.chunks_skipped += skipped
+        vectors = embed_stage(batch, writer.known_ids(), embedder) if embedder is not None else None
+        store_stage(writer, batch, vectors)
         report.embedded += len(vectors or {})
         batch.clear()
         batch_chunks = 0
 
     for unit in changed:
         try:
-            session = parse_unit(unit)
+            parsed = parse_stage(unit)
         except TraceReadError as exc:
             writer.coverage.record_error(unit, str(exc))
+            report.per_session[unit.key] = unreadable(unit, exc)
             report.errors.append(str(exc))
             progress("parse", 1, len(changed))
             continue
-        chunk_report = ChunkReport()
-        chunks = list(chunk_session(session, include_thinking=include_thinking, report=chunk_report))
-        report.sessions += 1
-        report.turns += len(session.turns)
-        report.dropped_blocks += chunk_report.dropped_blocks
-        report.redactions.update(chunk_report.redactions)
-        report.warnings.extend(session.warnings)
-        batch.append(ParsedUnit(unit, session, chunks))
-        batch_chunks += len(chunks)
+        item = chunk_stage(parsed, include_thinking=include_thinking)
+        report.per_session[unit.key] = item.report
+        report.warnings.extend(item.report.warnings)
+        batch.append(item)
+        batch_chunks += len(item.chunks)
         if batch_chunks >= FLUSH_CHUNKS:
             flush()
         progress("parse", 1, len(changed))
@@ -182,11 +285,13 @@ def embed_backlog(
     limit: int | None = None,
     progress: Progress = _no_progress,
     should_stop: Callable[[], bool] = lambda: False,
+    report: IndexReport | None = None,
 ) -> int:
     """Give vectors to rows lacking one, tier by tier (text first), newest first,
     until done, ``budget_s`` seconds have passed or ``limit`` rows are embedded.
     Returns how many were embedded; every batch is committed, so stopping (or
-    being killed) loses at most the batch in flight."""
+    being killed) loses at most the batch in flight.  With ``report``, what was
+    embedded is added to it, by tier, and to the sessions it holds."""
     started = time.monotonic()
     queue = writer.backlog(limit or 10**12)
     total = queue.num_rows
@@ -194,6 +299,9 @@ def embed_backlog(
     texts = queue.column("text").to_pylist()
     block_types = queue.column("block_type").to_pylist()
     tools = queue.column("tool_name").to_pylist()
+    tiers = queue.column("tier").to_pylist()
+    keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
+                                               queue.column("session_id").to_pylist(), strict=True)]
     done = 0
     for start in range(0, total, EMBED_WRITE_BATCH):
         if should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s):
@@ -202,6 +310,83 @@ def embed_backlog(
         inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
         vectors = embedder.embed(inputs)
         writer.set_vectors(ids[start:end], vectors)
+        if report is not None:
+            for i in range(start, end):
+                report.backlog_chars += len(texts[i])
+                report.backlog_by_tier[tiers[i]] += 1
+                if keys[i] in report.per_session:
+                    report.per_session[keys[i]].embedded_by_tier[tiers[i]] += 1
         done += end - start
         progress("embed", end - start, total)
+    if report is not None:
+        report.embedded += done
+        report.embed_seconds += time.monotonic() - started
     return done
+
+
+@contextmanager
+def open_writer(location: MemoryLocation, *, wait_s: float = 5.0,
+                allow_other_model: bool = False) -> Iterator[MemoryWriter]:
+    """The memory at ``location`` opened for writing, stamped with (and checked
+    against) the pinned embedding model."""
+    with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim, wait_s=wait_s,
+                           allow_other_model=allow_other_model) as writer:
+        yield writer
+
+
+# What follows indexing: the report of what was done, once the writer is closed.
+Recorder = Callable[[MemoryLocation, IndexReport], None]
+
+
+def index_memory(
+    location: MemoryLocation,
+    units: Sequence[SourceUnit],
+    *,
+    embedder: Callable[[], TextEmbedder],
+    include_thinking: bool = True,
+    embed_new: bool = False,
+    backlog_budget_s: float | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    offer_rest: Callable[[MemoryWriter, IndexReport], bool] | None = None,
+    limit: int | None = None,
+    rebuild: bool = False,
+    wait_s: float = 5.0,
+    progress: Progress = _no_progress,
+    on_indexed: Callable[[IndexReport], None] | None = None,
+    record: Recorder | None = None,
+) -> IndexReport:
+    """Everything a command does to index ``units`` into ``location``.
+
+    Open the writer with the model identity (``rebuild``: keep the rows of a memory
+    built with another model, their vectors to be recomputed), index at most
+    ``limit`` new or grown units (``embed_new``: their chunks embedded in the same
+    write), call ``on_indexed``, then fill the backlog for ``backlog_budget_s``
+    seconds (None: all of it; 0: none) unless ``should_stop``; with rows still
+    pending, ``offer_rest`` may ask for the rest to be embedded now.  ``embedder``
+    loads the model, only when there is something to embed.  Once the writer lock
+    is released the report goes to ``record``."""
+    loaded: list[TextEmbedder] = []
+
+    def model() -> TextEmbedder:
+        if not loaded:
+            loaded.append(embedder())
+        return loaded[0]
+
+    with open_writer(location, wait_s=wait_s, allow_other_model=rebuild) as writer:
+        kept = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim) if rebuild else 0
+        if limit is not None:
+            units = writer.coverage.changed(units)[:limit]
+        inline = model() if embed_new and units else None
+        report = index_units(writer, units, include_thinking=include_thinking, progress=progress, embedder=inline)
+        report.kept = kept
+        if on_indexed is not None:
+            on_indexed(report)
+        if backlog_budget_s != 0 and writer.pending_count():
+            embed_backlog(writer, model(), budget_s=backlog_budget_s, progress=progress,
+                          should_stop=should_stop, report=report)
+        if offer_rest is not None and writer.pending_count() and offer_rest(writer, report):
+            embed_backlog(writer, model(), progress=progress, report=report)
+        report.pending = writer.pending_count()
+    if record is not None:
+        record(location, report)
+    return report

@@ -2,20 +2,23 @@
 
 # No `from __future__ import annotations`: Dagster reads these annotations at
 # definition time to inject context, config and resources.
+from typing import Optional
+
 import dagster as dg
 
 from funes.assets.embed import chunk_embeddings
 from funes.assets.ingest import redacted_chunks
 from funes.embedding import IDENTITY
 from funes.errors import MemoryIncompatibleError, MemoryMissingError
-from funes.indexing import ParsedUnit
+from funes.indexing import SessionChunks
+from funes.pipelines.partitions import session_partitions
 from funes.pipelines.resources import MemoryResource
 from funes.redaction import scan_for_egress
 
 
-@dg.asset_check(asset=redacted_chunks, blocking=True,
+@dg.asset_check(asset=redacted_chunks, blocking=True, partitions_def=session_partitions,
                 description="Re-scans every chunk about to be stored; any finding stops the run before it is written.")
-def no_unredacted_secrets(redacted_chunks: dict[str, ParsedUnit | None]) -> dg.AssetCheckResult:
+def no_unredacted_secrets(redacted_chunks: dict[str, Optional[SessionChunks]]) -> dg.AssetCheckResult:
     texts = ((chunk.id, chunk.text) for item in redacted_chunks.values() if item is not None for chunk in item.chunks)
     report = scan_for_egress(texts)
     return dg.AssetCheckResult(

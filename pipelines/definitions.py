@@ -5,29 +5,38 @@ from __future__ import annotations
 import dagster as dg
 
 from funes.assets.embed import chunk_embeddings, dense_backfill
-from funes.assets.ingest import redacted_chunks, session_turns
+from funes.assets.ingest import raw_traces, redacted_chunks, session_turns
 from funes.assets.maintenance import memory_maintenance
 from funes.assets.publication import hub_publication, publication_schedule, publish_memory
 from funes.assets.store import memory_chunks
 from funes.pipelines.automation import hourly_sweep, transcript_sensor
 from funes.pipelines.checks import embedding_model_pinned, no_unredacted_secrets
-from funes.pipelines.jobs import index_sessions, maintain_memory
-from funes.pipelines.resources import EmbedderResource, MemoryResource
+from funes.pipelines.jobs import index_sessions, maintain_memory, observe_traces
+from funes.pipelines.chain_store import ChainIOManager
+from funes.pipelines.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
+
+MEMORY = dg.EnvVar("FUNES_MEMORY").get_value("local") or "local"
+# In-process by default: tiny runs on a laptop (the multiprocess executor starts a
+# Python process, importing Dagster and funes, per step); FUNES_EXECUTOR=multiprocess
+# runs each step in its own process, the chain's values passing through the chain store.
+EXECUTORS = {"in_process": dg.in_process_executor, "multiprocess": dg.multiprocess_executor}
+EXECUTOR = dg.EnvVar("FUNES_EXECUTOR").get_value("in_process") or "in_process"
+if EXECUTOR not in EXECUTORS:
+    raise dg.DagsterInvariantViolationError(f"FUNES_EXECUTOR={EXECUTOR!r}: expected one of {', '.join(EXECUTORS)}")
 
 defs = dg.Definitions(
-    assets=[session_turns, redacted_chunks, chunk_embeddings, memory_chunks, dense_backfill, memory_maintenance,
+    assets=[raw_traces, session_turns, redacted_chunks, chunk_embeddings, memory_chunks, dense_backfill, memory_maintenance,
             hub_publication],
     asset_checks=[no_unredacted_secrets, embedding_model_pinned],
-    jobs=[index_sessions, maintain_memory, publish_memory],
+    jobs=[index_sessions, maintain_memory, observe_traces, publish_memory],
     sensors=[transcript_sensor, dg.AutomationConditionSensorDefinition(
         "maintenance_automation", target=dg.AssetSelection.assets(memory_maintenance))],
     schedules=[hourly_sweep, publication_schedule],
     resources={
-        "memory": MemoryResource(memory=dg.EnvVar("FUNES_MEMORY").get_value("local") or "local"),
+        "memory": MemoryResource(memory=MEMORY),
+        "traces": TracesResource(roots=trace_roots_from_env()),
         "embedder": EmbedderResource(device=dg.EnvVar("FUNES_DEVICE").get_value("auto") or "auto"),
-        "run_memory": dg.mem_io_manager,
+        "chain_store": ChainIOManager(memory=MEMORY),
     },
-    # Tiny runs on a laptop: one process per run (the multiprocess default costs
-    # ~20 s per run on two cores).
-    executor=dg.in_process_executor,
+    executor=EXECUTORS[EXECUTOR],
 )

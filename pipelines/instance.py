@@ -1,15 +1,17 @@
-"""The persistent Dagster instance under ``$FUNES_HOME/dagster``.
+"""The Dagster instance funes records into and ``funes ui`` shows.
 
-Runs started by the CLI and the hook worker are recorded here, so
-``DAGSTER_HOME=$FUNES_HOME/dagster dagster dev -w workspace.yaml`` (or
-``funes ui``) shows them beside the sensor's and the schedules' runs."""
+``$DAGSTER_HOME`` when the user set it (their own instance, Postgres-backed or
+not); otherwise funes's own under ``$FUNES_HOME/dagster``, created with a
+``dagster.yaml`` that keeps telemetry off and gives the memory's writers one
+pool slot."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
-from funes.config import dagster_home
+from funes.config import dagster_home as funes_dagster_home
 
 # Writers to the memory share one pool slot; telemetry stays off (no network).
 DAGSTER_YAML = """\
@@ -23,8 +25,11 @@ concurrency:
 """
 
 
-def prepare_dagster_home() -> Path:
-    home = dagster_home()
+def dagster_home() -> Path:
+    """``$DAGSTER_HOME`` if set, else ``$FUNES_HOME/dagster`` (prepared on first use)."""
+    if os.environ.get("DAGSTER_HOME"):
+        return Path(os.environ["DAGSTER_HOME"]).expanduser()
+    home = funes_dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
@@ -33,7 +38,13 @@ def prepare_dagster_home() -> Path:
 
 
 def funes_instance():
+    """The instance at :func:`dagster_home`, opened once per process and home (the
+    hook worker records every turn into the same one)."""
+    return _instance(str(dagster_home()))
+
+
+@functools.cache
+def _instance(home: str):
     import dagster as dg
 
-    os.environ["DAGSTER_HOME"] = str(prepare_dagster_home())
-    return dg.DagsterInstance.get()
+    return dg.DagsterInstance.from_config(home)

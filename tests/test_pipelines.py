@@ -2,7 +2,10 @@
 
 import dataclasses
 import json
+import os
 import warnings
+from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -37,6 +40,13 @@ def _sensor_tick(instance, cursor=None):
 
 def _index_job():
     return defs.resolve_job_def("index_sessions")
+
+
+def _row_count():
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    return Memory.open(local_memory()).scan(["id"]).num_rows
 
 
 def _stored_session_ids():
@@ -86,10 +96,11 @@ def test_index_chain_materialises_partitions_into_the_memory(agent_home, instanc
     assert _stored_session_ids() == {"claude_session", "019ef2fb-6574-7f83-bd99-9118713271f2", "s_main"}
     materialized = instance.get_materialized_partitions(dg.AssetKey("memory_chunks"))
     assert set(keys) <= materialized
-    # Materialising an unchanged partition again stores nothing new.
+    # Materialising an unchanged partition again parses and stores nothing.
+    rows = _row_count()
     again = _index_job().execute_in_process(instance=instance, partition_key=keys[0])
     events = again.asset_materializations_for_node("memory_chunks")
-    assert events[0].metadata["chunks_added"].value == 0
+    assert events[0].metadata["unchanged"].value is True and _row_count() == rows
 
 
 def test_a_backfill_of_many_sessions_runs_as_one_run(agent_home, instance):
@@ -103,22 +114,31 @@ def test_a_backfill_of_many_sessions_runs_as_one_run(agent_home, instance):
     assert result.success
     assert len(_stored_session_ids()) == len(keys)
     assert instance.get_materialized_partitions(dg.AssetKey("memory_chunks")) == set(ordered)
+    # Each partition carries its own session's figures, not the run's totals.
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    table = Memory.open(local_memory()).scan(["harness", "session_id"])
+    per_session = Counter(f"{h}--{s}" for h, s in zip(table.column("harness").to_pylist(),
+                                                      table.column("session_id").to_pylist()))
+    for event in result.asset_materializations_for_node("memory_chunks"):
+        assert event.metadata["chunks_added"].value == per_session[event.partition], event.partition
 
 
 def test_an_unredacted_secret_blocks_the_write(agent_home, instance, monkeypatch):
     from fake_secrets import generate_secrets
 
-    import funes.assets.ingest as ingest
+    import funes.indexing as indexing
 
     secret = next(s for s in generate_secrets(seed=3) if s.kind == "github_classic_pat")
-    real_chunk_session = ingest.chunk_session
+    real_chunk_session = indexing.chunk_session
 
     def leaky(session, **kwargs):  # a redaction bug: one chunk keeps its secret
         chunks = list(real_chunk_session(session, **kwargs))
         chunks[0] = dataclasses.replace(chunks[0], text=f"token {secret.value}")
         return chunks
 
-    monkeypatch.setattr(ingest, "chunk_session", leaky)
+    monkeypatch.setattr(indexing, "chunk_session", leaky)
     _sensor_tick(instance)
     instance.add_dynamic_partitions("sessions", ["claude_code--claude_session"])
     result = _index_job().execute_in_process(instance=instance, partition_key="claude_code--claude_session",
@@ -131,37 +151,251 @@ def test_an_unredacted_secret_blocks_the_write(agent_home, instance, monkeypatch
     assert "memory_chunks" not in {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
 
 
-def test_recording_a_cli_run_shows_it_in_the_instance(memory_home, tmp_path, monkeypatch):
+# --------------------------------------------------------------------------- one path
+
+
+def _rows(uri):
+    from funes.memory.location import location_for
+    from funes.memory.store import Memory
+
+    table = Memory.open(location_for(uri)).scan(["id", "text", "block_type", "vector"])
+    return {row["id"]: row for row in table.to_pylist()}
+
+
+def _chain_config(memory, *, include_thinking=True, roots=None):
+    config = {"resources": {"memory": {"config": {"memory": memory}},
+                            "chain_store": {"config": {"memory": memory}}},
+              "ops": {"redacted_chunks": {"config": {"include_thinking": include_thinking}}}}
+    if roots is not None:
+        config["resources"]["traces"] = {"config": {"roots": roots}}
+    return config
+
+
+def _backfill(instance, keys, run_config):
+    instance.add_dynamic_partitions("sessions", keys)
+    ordered = [key for key in instance.get_dynamic_partitions("sessions") if key in set(keys)]
+    return _index_job().execute_in_process(instance=instance, run_config=run_config, raise_on_error=False, tags={
+        "dagster/asset_partition_range_start": ordered[0], "dagster/asset_partition_range_end": ordered[-1]})
+
+
+def test_the_chain_and_funes_index_store_identical_rows_without_thinking(agent_home, instance, tmp_path):
+    """`funes index --no-thinking` and a Dagster backfill with include_thinking false
+    run the same stage functions: same ids, texts and vectors."""
+    import numpy as np
+
+    from funes.cli.index_cmd import run_index
+    from funes.memory.location import location_for
+    from funes.traces import discover
+
+    from memory_helpers import LONG_SESSION
+
+    # Sessions with thinking blocks (Claude, pi), the long one left out for time.
+    units = [u for u in discover() if u.harness in ("claude_code", "pi") and LONG_SESSION not in u.key]
+    cli_memory, chain_memory = str(tmp_path / "by-cli"), str(tmp_path / "by-chain")
+    assert run_index(location_for(cli_memory), units, include_thinking=False)
+    keys = sorted({unit.key for unit in units})
+    assert _backfill(instance, keys, _chain_config(chain_memory, include_thinking=False)).success
+    by_cli, by_chain = _rows(cli_memory), _rows(chain_memory)
+    assert by_cli.keys() == by_chain.keys() and len(by_cli) > 20
+    assert "thinking" not in {row["block_type"] for row in by_cli.values()}
+    for chunk_id, row in by_cli.items():
+        assert row["text"] == by_chain[chunk_id]["text"]
+        # Same model, same inputs; batches differ (backlog vs per session), hence allclose.
+        assert np.allclose(row["vector"], by_chain[chunk_id]["vector"], atol=1e-5), chunk_id
+    # The chain's intermediate values are gone once stored (parsed turns are unredacted).
+    assert not any((tmp_path / "by-chain" / "pipeline").rglob("*.pickle"))
+
+
+def test_a_partition_found_nowhere_fails_the_run(agent_home, instance):
+    result = _backfill(instance, ["claude_code--no-such-session"], _chain_config("local"))
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    message = failure.step_failure_data.error.message
+    assert "no transcript found for partition(s) claude_code--no-such-session" in message
+    assert "roots" in message
+    assert not instance.get_materialized_partitions(dg.AssetKey("memory_chunks"))
+
+
+def test_a_partition_resolves_through_a_configured_trace_root(isolated_env, instance, tmp_path):
+    """Another machine's transcripts, on shared storage: no agent home, no coverage entry."""
+    from trace_helpers import REAL
+
+    root = tmp_path / "shared" / "claude"
+    root.mkdir(parents=True)
+    (root / "claude_session.jsonl").write_bytes((REAL / "claude_session.jsonl").read_bytes())
+    result = _backfill(instance, ["claude_code--claude_session"], _chain_config("local", roots=[str(root)]))
+    assert result.success
+    assert _stored_session_ids() == {"claude_session"}
+
+
+def test_raw_traces_are_observed_at_their_signature(agent_home, instance):
+    from funes.traces import discover
+
+    key = "claude_code--claude_session"
+    instance.add_dynamic_partitions("sessions", [key])
+
+    def observed_version():
+        assert defs.resolve_job_def("observe_traces").execute_in_process(instance=instance).success
+        record = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("raw_traces"),
+                                                                   asset_partitions=[key]), limit=1).records[0]
+        return record.asset_observation.data_version
+
+    signature = next(u.signature for u in discover() if u.key == key)
+    assert observed_version() == signature
+    transcript = next((agent_home / ".claude" / "projects").rglob("claude_session.jsonl"))
+    with transcript.open("a") as handle:
+        handle.write(json.dumps({"type": "user", "uuid": "u-grown", "sessionId": "claude_session",
+                                 "timestamp": "2026-06-13T00:00:00Z",
+                                 "message": {"role": "user", "content": "grown"}}) + "\n")
+    assert observed_version() not in (None, signature)
+
+
+# --------------------------------------------------------------------------- honest records
+
+
+def test_cli_work_is_recorded_as_runless_events_with_each_sessions_report(agent_home, tmp_path, monkeypatch):
+    """`funes index` records what it did on $DAGSTER_HOME: per session partition, the
+    transcript observed at its signature and each stage with that session's figures;
+    no run, and the writer lock is free when the command returns."""
+    from funes.cli.index_cmd import run_index
     from funes.memory.location import local_memory
-    from funes.pipelines import recording
+    from funes.memory.store import Memory, MemoryWriter
+    from funes.traces import discover
 
-    monkeypatch.setenv("FUNES_HOME", str(memory_home / ".funes"))
-    keys = ["claude_code--claude_session", "hermes--s_main"]
-    assert recording.record(local_memory().uri, keys, origin="cli")
-    from funes.pipelines.instance import funes_instance
-
-    instance = funes_instance()
-    runs = instance.get_runs()
-    assert runs and runs[0].tags[recording.ORIGIN_TAG] == "cli"
-    assert set(keys) <= instance.get_materialized_partitions(dg.AssetKey("memory_chunks"))
-    # Recording found the sessions up to date: nothing was parsed again.
-    events = instance.fetch_materializations(dg.AssetKey("session_turns"), limit=5).records
-    assert events[0].asset_materialization.metadata["sessions_parsed"].value == 0
-
-
-def test_spooled_recordings_are_drained_by_one_recorder(memory_home, monkeypatch):
-    from funes.memory.location import local_memory
-    from funes.pipelines import recording
-
-    monkeypatch.setenv("FUNES_HOME", str(memory_home / ".funes"))
+    dagster_home = tmp_path / "their-dagster"
+    dagster_home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
     monkeypatch.delenv("FUNES_NO_DAGSTER_RECORD")
-    monkeypatch.setattr(recording.subprocess, "Popen", lambda *a, **k: None)  # drained below, in-process
-    for key in ("claude_code--claude_session", "hermes--s_main", "hermes--s_sub"):
-        recording.record_in_background(local_memory(), [key], origin="hook")
-    assert len(list(recording._spool().glob("*.json"))) == 3
-    assert recording.drain()
-    assert list(recording._spool().glob("*.json")) == []
-    from funes.pipelines.instance import funes_instance
+    from memory_helpers import LONG_SESSION
 
-    runs = funes_instance().get_runs()
-    assert len(runs) == 1 and runs[0].tags[recording.ORIGIN_TAG] == "hook"
+    units = [u for u in discover() if u.harness == "claude_code" and LONG_SESSION not in u.key]
+    assert run_index(local_memory(), units)
+    assert MemoryWriter.lock_free(local_memory())
+    assert not (Path(os.environ["FUNES_HOME"]) / "dagster").exists()  # the user's DAGSTER_HOME, not ours
+
+    instance = dg.DagsterInstance.from_config(str(dagster_home))
+    assert instance.get_runs() == []
+    table = Memory.open(local_memory()).scan(["session_id"])
+    rows = Counter(f"claude_code--{s}" for s in table.column("session_id").to_pylist())
+    assert set(instance.get_dynamic_partitions("sessions")) == set(rows)
+    for key, count in rows.items():
+        records = instance.fetch_materializations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("memory_chunks"), asset_partitions=[key]), limit=5).records
+        assert len(records) == 1 and records[0].run_id == ""
+        metadata = records[0].asset_materialization.metadata
+        assert metadata["chunks_added"].value == count and metadata["turns"].value > 0
+        assert records[0].asset_materialization.tags["funes/origin"] == "cli"
+        observation = instance.fetch_observations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("raw_traces"), asset_partitions=[key]), limit=1).records[0]
+        assert observation.asset_observation.data_version == next(u.signature for u in units if u.key == key)
+    embedded = instance.fetch_materializations(dg.AssetKey("dense_backfill"), limit=1).records[0]
+    assert embedded.asset_materialization.metadata["embedded"].value == sum(rows.values())
+    # Nothing changed: a second index records nothing more.
+    assert run_index(local_memory(), units)
+    assert len(instance.fetch_materializations(dg.AssetKey("memory_chunks"), limit=100).records) == len(rows)
+
+
+# --------------------------------------------------------------------------- what runs on its own
+
+
+def test_the_hourly_sweep_adds_partitions_and_requests_changed_sessions(agent_home, instance):
+    from funes.pipelines.automation import hourly_sweep
+    from funes.pipelines.resources import MemoryResource
+
+    context = dg.build_schedule_context(instance=instance, resources={"memory": MemoryResource()})
+    requests = hourly_sweep(context)
+    keys = set(instance.get_dynamic_partitions("sessions"))
+    assert {r.partition_key for r in requests} == keys and "hermes--s_main" in keys
+    for key in ["claude_code--claude_session"]:
+        assert _index_job().execute_in_process(instance=instance, partition_key=key).success
+    again = hourly_sweep(dg.build_schedule_context(instance=instance, resources={"memory": MemoryResource()}))
+    assert {r.partition_key for r in again} == keys - {"claude_code--claude_session"}
+
+
+def test_dense_backfill_and_maintenance_run_and_a_model_mismatch_blocks_the_chain(agent_home, instance):
+    from funes.cli.index_cmd import run_index
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+    from funes.traces import discover
+
+    units = [u for u in discover() if u.key == "claude_code--claude_session"]
+    assert run_index(local_memory(), units, budget_s=0)  # lexical only: everything pending
+    pending = Memory.open(local_memory()).scan(["id"]).num_rows
+    backfill = dg.materialize([defs.get_assets_def("dense_backfill")], instance=instance,
+                              resources={"memory": defs.resources["memory"], "embedder": defs.resources["embedder"]},
+                              selection=["dense_backfill"])
+    metadata = backfill.asset_materializations_for_node("dense_backfill")[0].metadata
+    assert metadata["embedded"].value == pending and metadata["pending"].value == 0
+    maintained = dg.materialize([defs.get_assets_def("memory_maintenance")], instance=instance,
+                                resources={"memory": defs.resources["memory"]}, selection=["memory_maintenance"])
+    assert maintained.success and maintained.asset_materializations_for_node("memory_maintenance")
+
+    # A memory stamped with another model: the blocking check fails and nothing is stored.
+    import lance
+
+    lance.dataset(local_memory().table_uri).update_schema_metadata({"funes.embedding.model_id": "someone/else"})
+    key = "codex--019ef2fb-6574-7f83-bd99-9118713271f2"
+    result = _backfill(instance, [key], _chain_config("local"))
+    assert not result.success
+    check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "embedding_model_pinned")
+    assert not check.passed and "someone/else" in (check.description or "")
+    assert _stored_session_ids() == {"claude_session"}
+    assert key not in instance.get_materialized_partitions(dg.AssetKey("memory_chunks"))
+
+
+@pytest.mark.slow
+def test_the_chain_runs_under_the_multiprocess_executor(agent_home, tmp_path):
+    """Each step in its own process, from the code location as deployed
+    (`dagster job execute -m funes.pipelines.definitions`), values through the chain store."""
+    import subprocess
+    import sys
+
+    from funes.traces import discover
+
+    from memory_helpers import LONG_SESSION
+
+    keys = sorted(u.key for u in discover() if u.harness == "claude_code" and LONG_SESSION not in u.key)
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        instance.add_dynamic_partitions("sessions", keys)
+    ordered = keys
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "FUNES_EXECUTOR": "multiprocess"}
+    tags = {"dagster/asset_partition_range_start": ordered[0], "dagster/asset_partition_range_end": ordered[-1]}
+    done = subprocess.run([sys.executable, "-m", "dagster", "job", "execute", "-m", "funes.pipelines.definitions",
+                           "-j", "index_sessions", "--tags", json.dumps(tags)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _stored_session_ids() == {key.split("--", 1)[1] for key in keys}
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        run = instance.get_runs()[0]
+        assert run.status == dg.DagsterRunStatus.SUCCESS
+        starts = [e for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.event_type_value == "STEP_START"]
+        pids = {e.step_key: e.dagster_event.pid for e in starts}
+        assert {"session_turns", "redacted_chunks", "chunk_embeddings", "memory_chunks"} <= set(pids)
+        assert len(set(pids.values())) == len(pids)  # one process per step
+        assert instance.get_materialized_partitions(dg.AssetKey("memory_chunks")) == set(keys)
+
+
+def test_hub_publication_failures_name_its_config_not_cli_flags(memory_home, hub_env, instance, monkeypatch):
+    """A first push without `assume_yes` fails the run in Dagster's terms; with it, the push lands."""
+    from funes.assets.publication import hub_publication
+
+    repo_id = "test-user/pipeline-first-push"
+    resources = {"memory": defs.resources["memory"]}
+
+    def publish(**config):
+        return dg.materialize([hub_publication], instance=instance, resources=resources, raise_on_error=False,
+                              run_config={"ops": {"hub_publication": {"config": config}}})
+
+    monkeypatch.delenv("FUNES_HUB_REMOTE", raising=False)
+    nowhere = publish()
+    assert not nowhere.success
+    refused = publish(remote=repo_id)
+    assert not refused.success
+    message = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE").step_failure_data.error.message
+    assert "`assume_yes: true` in hub_publication's config" in message and "--yes" not in message
+    assert "PushRefused" not in message
+    published = publish(remote=repo_id, assume_yes=True)
+    assert published.success
+    assert published.asset_materializations_for_node("hub_publication")[0].metadata["pushed"].value > 0

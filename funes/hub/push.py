@@ -67,6 +67,10 @@ class NothingPublishable(FunesError):
 class PushRefused(UsageError):
     """A first push to a remote sharing nothing with this memory, not confirmed."""
 
+    def __init__(self, remote: str, held: str):
+        self.remote, self.held = remote, held
+        super().__init__(f"{remote} {held} and this memory never pushed there: pass --yes to publish to it")
+
 
 @dataclass
 class PushReport:
@@ -272,8 +276,7 @@ class _Publication:
         question = f"{self.remote.uri} {held}; publish {len(candidates)} chunks of this memory there?"
         if confirm is not None and confirm(question):
             return
-        raise PushRefused(f"{self.remote.uri} {held} and this memory never pushed there:"
-                          " pass --yes to publish to it")
+        raise PushRefused(self.remote.uri, held)
 
     # ------------------------------------------------------------------ the commit
     def _publish(self, state: RepoState | None, remote_table: _RemoteTable | None, publishable: list[str],

@@ -405,6 +405,15 @@ class Memory:
         )
 
 
+def stored_ids(location: MemoryLocation) -> set[str]:
+    """The chunk ids the memory at ``location`` holds (none when it does not exist
+    yet): what the writer and the pipeline's embedding stage skip."""
+    try:
+        return set(Memory.open(location).scan(["id"]).column("id").to_pylist())
+    except MemoryMissingError:
+        return set()
+
+
 class MemoryWriter:
     """The memory opened for writing, under its lock: use :meth:`open`."""
 
@@ -511,8 +520,7 @@ class MemoryWriter:
 
     def known_ids(self) -> set[str]:
         if self._known_ids is None:
-            ids = self.table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
-            self._known_ids = set(ids)
+            self._known_ids = stored_ids(self.location)
         return self._known_ids
 
     def add_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray | None = None, *,
@@ -603,7 +611,8 @@ class MemoryWriter:
         where = "vector IS NULL"
         if tiers:
             where += f" AND tier IN ({', '.join(str(int(t)) for t in tiers)})"
-        table = self.table.search().where(where).select(["id", "text", "tier", "ts", "tool_name", "block_type"]).limit(None).to_arrow()
+        table = self.table.search().where(where).select(["id", "text", "tier", "ts", "tool_name", "block_type",
+                                                         "harness", "session_id"]).limit(None).to_arrow()
         if table.num_rows == 0:
             return table
         order = np.lexsort((np.array([-_ts_key(t) for t in table.column("ts").to_pylist()]),

@@ -10,7 +10,7 @@ and nothing downstream of parsing knows which agent wrote a session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from funes.errors import TraceReadError, UsageError
@@ -130,26 +130,42 @@ def iter_sessions(units: Iterable[SourceUnit]) -> Iterator[Session]:
         yield parse_unit(unit)
 
 
-def units_for_keys(keys: Iterable[str], paths: dict[str, str]) -> dict[str, SourceUnit]:
-    """The current units behind partition keys, found again under their recorded
-    paths (``paths``: key → transcript or database path).  Keys whose transcript
-    is gone, or whose agent is no longer installed, are absent: the memory keeps
-    their rows."""
-    from funes.agents import find_agent
-    from funes.agents.registry import discover_with
+def units_for_keys(keys: Iterable[str], *, paths: Mapping[str, str] | None = None, roots: Sequence[Path] = (),
+                   errors: list[str] | None = None) -> dict[str, SourceUnit]:
+    """The current units behind partition keys (``<harness>--<session_id>``).
 
+    Looked for first under the paths a memory recorded for them (``paths``: key →
+    transcript or database path), then in that harness's agent homes on this
+    machine, then under each trace root (``roots``: folders of transcripts, local
+    or mounted shared storage, read as :func:`discover` reads a path).  Keys found
+    nowhere are absent; sources that could not be read are reported in ``errors``."""
+    wanted = set(keys)
     found: dict[str, SourceUnit] = {}
-    by_source: dict[tuple[str, str], list[str]] = {}
-    for key in keys:
-        harness = key.split("--", 1)[0]
-        if key in paths:
-            by_source.setdefault((harness, paths[key]), []).append(key)
-    for (harness, path), wanted in by_source.items():
-        source = Path(path)
-        agent = find_agent(harness)
-        if agent is None or not source.exists():
-            continue
-        for unit in discover_with(agent, source):
+    errors = [] if errors is None else errors
+
+    def take(source: Path | None, harness: str | None) -> None:
+        try:
+            units = discover(source, harness, errors=errors)
+        except (TraceReadError, UsageError) as exc:  # an unreadable database, a harness no agent has
+            errors.append(str(exc))
+            return
+        for unit in units:
             if unit.key in wanted:
-                found[unit.key] = unit
+                found.setdefault(unit.key, unit)
+
+    hinted: dict[tuple[str, str], None] = {}
+    for key in wanted:
+        if paths and key in paths:
+            hinted[(key.split("--", 1)[0], paths[key])] = None
+    for harness, path in hinted:
+        if Path(path).exists():
+            take(Path(path), harness)
+    for harness in sorted({key.split("--", 1)[0] for key in wanted - found.keys()}):
+        take(None, harness)
+    for root in roots:
+        if wanted - found.keys():
+            if Path(root).exists():
+                take(Path(root), None)
+            else:
+                errors.append(f"no trace root at {root}")
     return found
