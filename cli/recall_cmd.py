@@ -10,6 +10,7 @@ import typer
 
 from funes.cli.common import note, print_json, warn_if_damaged
 from funes.cli.main import app
+from funes.cli.options import BLOCK_TYPE, BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
 from funes.errors import FunesError, UsageError, bounded_int, positive_number
 
 
@@ -20,15 +21,15 @@ def recall_command(
     candidates: int = typer.Option(30, "--candidates", help="Fused pool reranked before the top-k cut."),
     neighbors: int = typer.Option(1, "--neighbors", help="Turns either side (by seq) previewed per hit; 0 for none."),
     half_life: float = typer.Option(None, "--half-life", help="Recency decay in days (default: recency only breaks ties)."),
-    harness: str = typer.Option(None, "--harness", help="Only this agent's sessions (funes status names the agents)."),
-    block_type: str = typer.Option(None, "--type", help="text, thinking, tool_use or tool_result."),
-    workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
-    repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),
-    branch: str = typer.Option(None, "--branch", help="Git branch the session ran on."),
-    session: str = typer.Option(None, "--session", help="One session: its id or a unique prefix (8+ characters)."),
-    since: str = typer.Option(None, "--since", help="ISO date or span (7d, 2w, 12h)."),
-    until: str = typer.Option(None, "--until", help="ISO date or span."),
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    harness: str = HARNESS,
+    block_type: str = BLOCK_TYPE,
+    workdir: str = WORKDIR,
+    repo: str = REPO,
+    branch: str = BRANCH,
+    session: str = SESSION,
+    since: str = SINCE,
+    until: str = UNTIL,
+    memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),

@@ -8,6 +8,7 @@ import typer
 
 from funes.cli.common import print_json, warn_if_damaged
 from funes.cli.main import app
+from funes.cli.options import BLOCK_TYPE, BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
 
 
 @app.command("scan")
@@ -16,15 +17,15 @@ def scan_command(
     ignore_case: bool = typer.Option(False, "--ignore-case", "-i", help="Match regardless of letter case."),
     context: int = typer.Option(80, "--context", help="Characters shown either side of the first match in a block."),
     limit: int = typer.Option(50, "--limit", help="Matching blocks listed (the totals count them all)."),
-    harness: str = typer.Option(None, "--harness", help="Only this agent's sessions (funes status names the agents)."),
-    block_type: str = typer.Option(None, "--type", help="text, thinking, tool_use or tool_result."),
-    workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
-    repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),
-    branch: str = typer.Option(None, "--branch", help="Git branch the session ran on."),
-    session: str = typer.Option(None, "--session", help="One session: its id or a unique prefix (8+ characters)."),
-    since: str = typer.Option(None, "--since", help="ISO date or span (7d, 2w, 12h)."),
-    until: str = typer.Option(None, "--until", help="ISO date or span."),
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    harness: str = HARNESS,
+    block_type: str = BLOCK_TYPE,
+    workdir: str = WORKDIR,
+    repo: str = REPO,
+    branch: str = BRANCH,
+    session: str = SESSION,
+    since: str = SINCE,
+    until: str = UNTIL,
+    memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="Totals per needle and the matches as one JSON object."),
 ) -> None:
     """Exact substring search over every chunk of the memory (not the ranked index):

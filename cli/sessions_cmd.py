@@ -8,18 +8,19 @@ import typer
 
 from funes.cli.common import print_json, warn_if_damaged
 from funes.cli.main import app
+from funes.cli.options import BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
 
 
 @app.command("sessions")
 def sessions_command(
-    harness: str = typer.Option(None, "--harness", help="Only this agent's sessions (funes status names the agents)."),
-    workdir: str = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match."),
-    repo: str = typer.Option(None, "--repo", help="owner/name of the git repository."),
-    branch: str = typer.Option(None, "--branch", help="Git branch the session ran on."),
-    session: str = typer.Option(None, "--session", help="One session: its id or a unique prefix (8+ characters)."),
-    since: str = typer.Option(None, "--since", help="Sessions with a turn at or after this ISO date or span (7d, 2w)."),
-    until: str = typer.Option(None, "--until", help="Sessions with a turn at or before this ISO date or span."),
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    harness: str = HARNESS,
+    workdir: str = WORKDIR,
+    repo: str = REPO,
+    branch: str = BRANCH,
+    session: str = SESSION,
+    since: str = SINCE,
+    until: str = UNTIL,
+    memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of sessions."),
 ) -> None:
     """Every session with its agent, workdir, repo, branch, first and last time and
