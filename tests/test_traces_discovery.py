@@ -134,7 +134,7 @@ def test_discover_errors(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
         traces.discover(tmp_path / "missing")
     with pytest.raises(UsageError, match="unknown harness"):
-        traces.discover(harness="cursor")
+        traces.discover(harness="vim")
 
 
 def test_explicit_harness_wins(tmp_path):
