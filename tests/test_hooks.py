@@ -403,12 +403,36 @@ def test_the_hook_imports_nothing_from_the_agents_project(memory_home, tmp_path)
     imports must not run (`-I`), and the hook needs no site-packages (`-S`)."""
     project = tmp_path / "project"
     project.mkdir()
-    for name in ("json", "fcntl", "funes"):
+    for name in ("json", "_json", "fcntl", "funes"):
         (project / f"{name}.py").write_text("raise SystemExit('imported from the project')\n")
     _, result = run_hook("claude", claude_turn(memory_home, token()), cwd=project)
     assert result.returncode == 0 and result.stderr == b"" and "failed open" not in hook_log()
     wait_for(settled, timeout=120)
     assert "indexed 1 of 1" in hook_log()
+
+
+def test_the_hook_reads_and_writes_json_as_the_json_module_does_without_importing_it():
+    """The hook parses payloads with json's C scanner so that it need not import
+    ``json`` (and ``re`` with it): what it reads and writes must be json's."""
+    import funes.hook as hook
+
+    payloads = [b'{"session_id": "s", "transcript_path": "/t/\\u00e9.jsonl", "n": 1.5e3, "big": 1e400, "x": NaN,'
+                b' "ok": true, "none": null, "list": ["a", 2], "nested": {"rootSessionId": "r"}}',
+                b'  \n{"a": "\\ud800"}\r\n', "\ufeff{\"é\": [\"\u2028\"]}".encode(), b"[1, 2]", b'"text"']
+    for payload in payloads:
+        assert repr(hook._loads(payload)) == repr(json.loads(payload))
+    for bad in (b'{"a":', b"nope", b"{} {}", b"\xff\xfe{", b"   "):
+        with pytest.raises(ValueError):
+            json.loads(bad)
+        with pytest.raises(ValueError):
+            hook._loads(bad)
+    request = hook.request_from(["claude", "--memory", "m"], payloads[0])
+    assert hook._dumps(request) == json.dumps(request)
+    imported = subprocess.run([sys.executable, "-I", "-S", "-c",
+                               f"import sys; sys.path.insert(0, {str(Path(hook.__file__).parent)!r}); import hook; "
+                               "print(sorted(m for m in ('json', 're', 'pathlib') if m in sys.modules))"],
+                              capture_output=True, text=True, check=True)
+    assert imported.stdout == "[]\n"
 
 
 def test_the_hook_finds_the_same_home_as_the_rest_of_funes(monkeypatch, tmp_path):
