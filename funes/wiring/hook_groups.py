@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from funes.wiring import is_funes_hook
-from funes.wiring.changes import ConfigFileError, display
+from funes.wiring import SERVER_NAME, Binding, Wiring, is_funes_hook, skill_change
+from funes.wiring.changes import ConfigFileError, FileChange, display, document_change, read_text
 from funes.wiring.json_text import JsonText
 
 
@@ -75,3 +75,41 @@ def delete(document: JsonText, position: Position) -> None:
         document.delete(("hooks", position.event, position.group))
     else:
         document.delete(("hooks", position.event, position.group, "hooks", position.handler))
+
+
+class SettingsHooksWiring(Wiring):
+    """An agent that keeps funes's MCP server (``mcpServers.funes``: ``command``,
+    ``args``) and its hooks in one ``<home>/settings.json``, with a user skill under
+    ``<home>/skills``.  Such agents differ only in the event that ends a turn and
+    the unit of a hook's ``timeout``, which a subclass names."""
+
+    index_event: str
+    hook_timeout: int  # it only bounds the hand-off to the worker
+    publish_events = ("SessionStart", "SessionEnd")
+
+    def _settings(self) -> JsonText:
+        path = self.agent.home() / "settings.json"
+        return JsonText(path, read_text(path))
+
+    def plan_add(self, binding: Binding) -> list[FileChange]:
+        settings = self._settings()
+        command = binding.mcp_command()
+        settings.set(("mcpServers", SERVER_NAME), {"command": command[0], "args": command[1:]})
+        hooks = {self.index_event: binding.hook_line(self.agent.name)}
+        if binding.remote:
+            hooks.update({event: binding.hook_line(self.agent.name, publish=True) for event in self.publish_events})
+        set_hooks(settings, hooks, self.hook_timeout)
+        return [
+            document_change(settings, f'MCP server "{SERVER_NAME}": {" ".join(command)}; hooks: ' + ", ".join(
+                f"{event} ({'index the turn' if event == self.index_event else 'publish'})" for event in hooks)),
+            skill_change(self.agent.home() / "skills", install=True),
+        ]
+
+    def plan_remove(self) -> list[FileChange]:
+        settings = self._settings()
+        settings.delete(("mcpServers", SERVER_NAME))
+        remove_hooks(settings)
+        return [
+            document_change(settings, f'MCP server "{SERVER_NAME}" and funes hooks'),
+            skill_change(self.agent.home() / "skills", install=False),
+        ]

@@ -11,40 +11,9 @@
 
 from __future__ import annotations
 
-from funes.wiring import SERVER_NAME, Binding, Wiring, skill_change
-from funes.wiring.changes import FileChange, document_change, read_text
-from funes.wiring.hook_groups import remove_hooks, set_hooks
-from funes.wiring.json_text import JsonText
-
-HOOK_TIMEOUT_MS = 15_000  # it only bounds the hand-off to the worker
-INDEX_EVENT = "AfterAgent"
-PUBLISH_EVENTS = ("SessionStart", "SessionEnd")
+from funes.wiring.hook_groups import SettingsHooksWiring
 
 
-class GeminiWiring(Wiring):
-    def _settings(self) -> JsonText:
-        path = self.agent.home() / "settings.json"
-        return JsonText(path, read_text(path))
-
-    def plan_add(self, binding: Binding) -> list[FileChange]:
-        settings = self._settings()
-        command = binding.mcp_command()
-        settings.set(("mcpServers", SERVER_NAME), {"command": command[0], "args": command[1:]})
-        hooks = {INDEX_EVENT: binding.hook_line(self.agent.name)}
-        if binding.remote:
-            hooks.update({event: binding.hook_line(self.agent.name, publish=True) for event in PUBLISH_EVENTS})
-        set_hooks(settings, hooks, HOOK_TIMEOUT_MS)
-        return [
-            document_change(settings, f'MCP server "{SERVER_NAME}": {" ".join(command)}; hooks: ' + ", ".join(
-                f"{event} ({'index the turn' if event == INDEX_EVENT else 'publish'})" for event in hooks)),
-            skill_change(self.agent.home() / "skills", install=True),
-        ]
-
-    def plan_remove(self) -> list[FileChange]:
-        settings = self._settings()
-        settings.delete(("mcpServers", SERVER_NAME))
-        remove_hooks(settings)
-        return [
-            document_change(settings, f'MCP server "{SERVER_NAME}" and funes hooks'),
-            skill_change(self.agent.home() / "skills", install=False),
-        ]
+class GeminiWiring(SettingsHooksWiring):
+    index_event = "AfterAgent"
+    hook_timeout = 15_000  # milliseconds
