@@ -6,9 +6,14 @@ chunk ids, laid out under a HOME the way each agent stores its sessions."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import random
 import shutil
+import sqlite3
 import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
@@ -32,27 +37,28 @@ def _with_new_id(path: Path, kind: str, new_id: str) -> str:
     return "\n".join([json.dumps(first), *lines[1:]]) + "\n"
 
 
-def make_history(home: Path, target_bytes: int, seed: int = 0) -> tuple[int, int]:
-    """Fill ``home`` with copies until ``target_bytes``; returns (files, bytes)."""
+def make_history(home: Path, target_bytes: int, seed: int = 0, only: str | None = None) -> tuple[int, int]:
+    """Fill ``home`` with copies until ``target_bytes`` (of one agent's transcripts
+    when ``only`` names it); returns (files, bytes)."""
     rng = uuid.UUID(int=seed)
     files = written = 0
     copy = 0
     while written < target_bytes:
-        for name in CLAUDE:
+        for name in CLAUDE if only in (None, "claude") else ():
             session = str(uuid.uuid5(rng, f"claude-{copy}-{name}"))
             target = home / ".claude" / "projects" / f"-synthetic-proj{copy % 25}" / f"{session}.jsonl"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(FIXTURES / name, target)
             written += target.stat().st_size
             files += 1
-        for name in PI:
+        for name in PI if only in (None, "pi") else ():
             session = str(uuid.uuid5(rng, f"pi-{copy}-{name}"))
             target = home / ".pi" / "agent" / "sessions" / f"--synthetic-proj{copy % 25}--" / f"2026-01-01T00-00-00-000Z_{session}.jsonl"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(_with_new_id(FIXTURES / name, "pi", session), encoding="utf-8")
             written += target.stat().st_size
             files += 1
-        for name in CODEX:
+        for name in CODEX if only in (None, "codex") else ():
             session = str(uuid.uuid5(rng, f"codex-{copy}-{name}"))
             target = home / ".codex" / "sessions" / "2026" / "01" / "01" / f"rollout-2026-01-01T00-00-00-{session}.jsonl"
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -66,3 +72,814 @@ def make_history(home: Path, target_bytes: int, seed: int = 0) -> tuple[int, int
 def make_history_of_chunks(home: Path, chunks: int) -> tuple[int, int]:
     """A history that indexes into about ``chunks`` chunks."""
     return make_history(home, int(chunks / CHUNKS_PER_MB * 1e6))
+
+
+# --------------------------------------------------------------------------- per agent format
+#
+# One scripted coding conversation (prompts, thinking, replies, tool calls with long results,
+# the mix of a real session), rendered in each agent's own on-disk shape.  The shapes follow
+# the agent's FORMAT.md and the test fixtures (SQLite stores reuse the fixture builders'
+# schemas and record helpers), so the parser meets what it meets on a user's machine:
+# the fields it skips as well as the ones it reads.
+
+TESTS_FIXTURES = FIXTURES.parent
+EXCHANGES_PER_SESSION = 60
+T0 = 1_780_000_000  # 2026-05-28T20:26:40Z
+_WORDS = ("the cache key includes the build id so every deploy starts cold and the tile server refetches "
+          "each request from origin which explains the latency spike we saw after release handler returns "
+          "before the pool drains retry backoff jitter test fixture timeout config parser schema migration "
+          "index column row session token user database query endpoint middleware logging error status").split()
+_IDENTS = ("cache", "key", "build_id", "tile", "fetch", "origin", "pool", "retry", "backoff", "config",
+           "parser", "schema", "row", "session", "token", "handler", "request", "response", "store", "index")
+
+
+@dataclass
+class Call:
+    id: str
+    kind: str  # shell | read | edit | write | search
+    args: dict
+    result: str
+    is_error: bool = False
+
+
+@dataclass
+class Step:
+    text: str
+    thinking: str | None = None
+    calls: list[Call] = field(default_factory=list)
+
+
+@dataclass
+class Exchange:
+    prompt: str
+    steps: list[Step]
+    started: float  # epoch seconds
+
+    def at(self, offset: int) -> float:
+        return self.started + offset
+
+
+@dataclass
+class ScriptedSession:
+    id: str
+    cwd: str
+    exchanges: list[Exchange]
+
+    def size(self) -> int:
+        """Characters of content (what any format must store at least)."""
+        total = 0
+        for exchange in self.exchanges:
+            total += len(exchange.prompt)
+            for step in exchange.steps:
+                total += len(step.text) + len(step.thinking or "")
+                total += sum(len(c.result) + len(json.dumps(c.args)) for c in step.calls)
+        return total
+
+
+def _prose(rng: random.Random, low: int, high: int) -> str:
+    words, length = [], 0
+    target = rng.randint(low, high)
+    while length < target:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words).capitalize() + "."
+
+
+def _code(rng: random.Random, low: int, high: int) -> str:
+    lines, length, number = [], 0, 1
+    target = rng.randint(low, high)
+    while length < target:
+        a, b, c = rng.choice(_IDENTS), rng.choice(_IDENTS), rng.choice(_IDENTS)
+        line = rng.choice((f"def {a}_{b}(self, {c}):", f"    return self.{a}.get({c}, {rng.randint(0, 999)})",
+                           f"    {a} = {b}({c}, timeout={rng.randint(1, 60)})", f"# {a} before {b}: see {c}",
+                           f"class {a.title()}{b.title()}:", f"    if not {a}: raise ValueError('{b} {c}')", ""))
+        lines.append(f"{number:5d}\t{line}")
+        length += len(lines[-1]) + 1
+        number += 1
+    return "\n".join(lines)
+
+
+def _call(rng: random.Random, ident: str, cwd: str) -> Call:
+    kind = rng.choices(("shell", "read", "edit", "write", "search"), weights=(35, 30, 20, 5, 10))[0]
+    path = f"{cwd}/src/{rng.choice(_IDENTS)}/{rng.choice(_IDENTS)}.py"
+    if kind == "shell":
+        command = rng.choice(("pytest -q tests/", "git diff --stat", "rg -n cache src/", "make build", "ls -la src"))
+        return Call(ident, kind, {"command": command}, _code(rng, 300, 6000) + f"\nexit code {rng.randint(0, 1)}",
+                    is_error=rng.random() < 0.1)
+    if kind == "read":
+        return Call(ident, kind, {"path": path}, _code(rng, 1000, 12000))
+    if kind == "edit":
+        return Call(ident, kind, {"path": path, "old": _code(rng, 40, 400), "new": _code(rng, 40, 400)},
+                    f"The file {path} has been edited.")
+    if kind == "write":
+        return Call(ident, kind, {"path": path, "content": _code(rng, 200, 3000)}, f"Wrote {path}.")
+    return Call(ident, kind, {"pattern": rng.choice(_IDENTS), "path": cwd}, _code(rng, 200, 3000))
+
+
+def scripted_session(rng: random.Random, number: int, exchanges: int = EXCHANGES_PER_SESSION) -> ScriptedSession:
+    """A coding session: ``exchanges`` prompts, each answered in one to five steps
+    (thinking most of the time, a reply, up to three tool calls), the last one a
+    plain reply."""
+    cwd = f"/home/dev/proj{number % 7}"
+    started = T0 + number * 86_400
+    script = []
+    calls = 0
+    for index in range(exchanges):
+        steps = []
+        for step in range(rng.randint(1, 5)):
+            thinking = _prose(rng, 100, 1500) if rng.random() < 0.6 else None
+            step_calls = []
+            for _ in range(rng.randint(1, 3)):
+                calls += 1
+                step_calls.append(_call(rng, f"call_{number}_{calls}", cwd))
+            steps.append(Step(_prose(rng, 40, 600), thinking, step_calls))
+        steps.append(Step(_prose(rng, 100, 1200), _prose(rng, 100, 600) if rng.random() < 0.5 else None))
+        script.append(Exchange(_prose(rng, 30, 600), steps, started + index * 300))
+    return ScriptedSession(str(uuid.UUID(int=rng.getrandbits(128), version=4)), cwd, script)
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _jsonl(path: Path, records) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def _fixture_module(relative: str):
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, TESTS_FIXTURES / relative)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def _steps(exchange: Exchange):
+    """(offset seconds, step) of an exchange's steps."""
+    return [(1 + 20 * i, step) for i, step in enumerate(exchange.steps)]
+
+
+# ---- JSON Lines --------------------------------------------------------------------------------
+
+_GEMINI_TOOLS = {"shell": "run_shell_command", "read": "read_file", "edit": "replace", "write": "write_file",
+                 "search": "search_file_content"}
+
+
+def _gemini_args(call: Call) -> dict:
+    a = call.args
+    return {"shell": lambda: {"command": a["command"], "description": "run"},
+            "read": lambda: {"absolute_path": a["path"]},
+            "edit": lambda: {"file_path": a["path"], "old_string": a["old"], "new_string": a["new"]},
+            "write": lambda: {"file_path": a["path"], "content": a["content"]},
+            "search": lambda: {"pattern": a["pattern"], "path": a["path"]}}[call.kind]()
+
+
+def write_gemini(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/tmp/<project>/chats/session-*.jsonl``: a metadata line, then each message
+    appended whole every time it changes (a model message again once its calls ran), the
+    ``functionResponse`` copies as user messages, and ``$set`` metadata updates."""
+    for number, session in enumerate(sessions):
+        project = root / "tmp" / f"proj{number % 7}"
+        project.mkdir(parents=True, exist_ok=True)
+        (project / ".project_root").write_text(session.cwd)
+        records: list[dict] = [{"sessionId": session.id, "projectHash": f"{number:064x}",
+                                "startTime": _iso(session.exchanges[0].started),
+                                "lastUpdated": _iso(session.exchanges[0].started), "kind": "main"}]
+        for e, exchange in enumerate(session.exchanges):
+            records.append({"id": f"{session.id[:8]}-u{e}", "timestamp": _iso(exchange.started), "type": "user",
+                            "content": [{"text": exchange.prompt}]})
+            records.append({"$set": {"lastUpdated": _iso(exchange.started)}})
+            for s, (offset, step) in enumerate(_steps(exchange)):
+                message = {"id": f"{session.id[:8]}-m{e}-{s}", "timestamp": _iso(exchange.at(offset)),
+                           "type": "gemini", "content": step.text,
+                           "thoughts": [{"subject": "Plan", "description": step.thinking,
+                                         "timestamp": _iso(exchange.at(offset))}] if step.thinking else [],
+                           "tokens": {"input": 900, "output": 120, "cached": 0, "thoughts": 40, "tool": 0,
+                                      "total": 1060}, "model": "gemini-2.5-pro"}
+                records.append(message)
+                if step.calls:
+                    calls = [{"id": c.id, "name": _GEMINI_TOOLS[c.kind], "args": _gemini_args(c),
+                              "result": [{"functionResponse": {"id": c.id, "name": _GEMINI_TOOLS[c.kind],
+                                                               "response": {"output": c.result}}}],
+                              "status": "error" if c.is_error else "success",
+                              "timestamp": _iso(exchange.at(offset + 5))} for c in step.calls]
+                    records.append(message | {"toolCalls": calls})
+                    records.append({"id": f"{session.id[:8]}-r{e}-{s}", "timestamp": _iso(exchange.at(offset + 6)),
+                                    "type": "user", "content": [call["result"][0] for call in calls]})
+                records.append({"$set": {"lastUpdated": _iso(exchange.at(offset))}})
+        stamp = datetime.fromtimestamp(session.exchanges[0].started, timezone.utc).strftime("%Y-%m-%dT%H-%M")
+        _jsonl(project / "chats" / f"session-{stamp}-{session.id[:8]}.jsonl", records)
+    return root
+
+
+def write_codex(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``: session_meta, then
+    response_item records (message, reasoning, function_call / custom_tool_call for
+    apply_patch, their outputs) and event_msg token counts."""
+    for session in sessions:
+        first = session.exchanges[0].started
+        records: list[dict] = [{"timestamp": _iso(first), "type": "session_meta", "payload": {
+            "id": session.id, "timestamp": _iso(first), "cwd": session.cwd, "originator": "codex_cli_rs",
+            "cli_version": "0.171.0", "source": "cli", "model_provider": "openai",
+            "git": {"commit_hash": "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "branch": "main",
+                    "repository_url": "https://github.com/acme/app.git"}}}]
+
+        def item(at: float, payload: dict) -> None:
+            records.append({"timestamp": _iso(at), "type": "response_item", "payload": payload})
+
+        for exchange in session.exchanges:
+            records.append({"timestamp": _iso(exchange.started), "type": "turn_context", "payload": {
+                "cwd": session.cwd, "approval_policy": "on-request", "model": "gpt-5-codex"}})
+            item(exchange.started, {"type": "message", "role": "user",
+                                    "content": [{"type": "input_text", "text": exchange.prompt}]})
+            for offset, step in _steps(exchange):
+                at = exchange.at(offset)
+                if step.thinking:
+                    item(at, {"type": "reasoning", "summary": [{"type": "summary_text", "text": step.thinking}],
+                              "content": None, "encrypted_content": "gAAAA" + "x" * 200})
+                item(at, {"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": step.text}]})
+                for c in step.calls:
+                    if c.kind in ("edit", "write"):
+                        patch = (f"*** Begin Patch\n*** Update File: {c.args['path']}\n@@\n"
+                                 f"-{c.args.get('old', '')}\n+{c.args.get('new', c.args.get('content', ''))}\n*** End Patch")
+                        item(at + 1, {"type": "custom_tool_call", "status": "completed", "call_id": c.id,
+                                      "name": "apply_patch", "input": patch})
+                        item(at + 5, {"type": "custom_tool_call_output", "call_id": c.id, "output":
+                                      f"Exit code: 0\nWall time: 0 seconds\nOutput:\n{c.result}\n"})
+                    else:
+                        command = c.args.get("command") or f"cat {c.args.get('path', '')}"
+                        item(at + 1, {"type": "function_call", "name": "exec_command", "call_id": c.id,
+                                      "arguments": json.dumps({"cmd": command, "workdir": session.cwd,
+                                                               "yield_time_ms": 10000})})
+                        item(at + 5, {"type": "function_call_output", "call_id": c.id, "output":
+                                      f"Chunk ID: 3af6c9\nWall time: 0.1 seconds\nProcess exited with code "
+                                      f"{int(c.is_error)}\nOutput:\n{c.result}\n"})
+                records.append({"timestamp": _iso(at + 6), "type": "event_msg", "payload": {
+                    "type": "token_count", "info": {"total_token_usage": {"input_tokens": 900, "output_tokens": 120}}}})
+        day = datetime.fromtimestamp(first, timezone.utc)
+        _jsonl(root / "sessions" / f"{day:%Y/%m/%d}" / f"rollout-{day:%Y-%m-%dT%H-%M-%S}-{session.id}.jsonl", records)
+    return root / "sessions"
+
+
+_QWEN_TOOLS = {"shell": "run_shell_command", "read": "read_file", "edit": "edit", "write": "write_file",
+               "search": "grep_search"}
+
+
+def write_qwen(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/projects/<cwd slug>/chats/<session id>.jsonl``: uuid-chained records of
+    user, assistant (Gemini-style parts), tool_result and system telemetry."""
+    for session in sessions:
+        records, parent = [], None
+        base = {"sessionId": session.id, "cwd": session.cwd, "version": "0.24.4", "gitBranch": "main"}
+
+        def add(kind: str, at: float, **fields) -> None:
+            nonlocal parent
+            ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session.id}/{len(records)}"))
+            records.append({"uuid": ident, "parentUuid": parent, **base, "timestamp": _iso(at), "type": kind,
+                            **fields})
+            parent = ident
+
+        for exchange in session.exchanges:
+            add("user", exchange.started, provenance="real_user",
+                message={"role": "user", "parts": [{"text": exchange.prompt}]})
+            add("system", exchange.started, provenance="system", subtype="ui_telemetry",
+                systemPayload={"uiEvent": {"event.name": "qwen-code.api_response"}})
+            for offset, step in _steps(exchange):
+                parts = ([{"text": step.thinking, "thought": True}] if step.thinking else []) + [{"text": step.text}]
+                parts += [{"functionCall": {"id": c.id, "name": _QWEN_TOOLS[c.kind], "args": _gemini_args(c)}}
+                          for c in step.calls]
+                add("assistant", exchange.at(offset), provenance="assistant_output", model="qwen3-coder",
+                    message={"role": "model", "parts": parts},
+                    usageMetadata={"promptTokenCount": 900, "candidatesTokenCount": 120, "totalTokenCount": 1020})
+                for c in step.calls:
+                    add("tool_result", exchange.at(offset + 5), provenance="tool_result",
+                        message={"role": "user", "parts": [{"functionResponse": {
+                            "id": c.id, "name": _QWEN_TOOLS[c.kind], "response": {"output": c.result}}}]},
+                        toolCallResult={"callId": c.id, "status": "error" if c.is_error else "success",
+                                        "resultDisplay": c.result[:200]})
+        slug = session.cwd.replace("/", "-")
+        _jsonl(root / "projects" / slug / "chats" / f"{session.id}.jsonl", records)
+    return root
+
+
+_COPILOT_TOOLS = {"shell": "bash", "read": "view", "edit": "str_replace_editor", "write": "create", "search": "grep"}
+
+
+def write_copilot(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/session-state/<id>/events.jsonl`` (+ ``workspace.yaml``): parent-chained
+    events: session.start, user.message, assistant.turn_start/message/turn_end,
+    tool.execution_start/complete, usage records."""
+    for session in sessions:
+        folder = root / "session-state" / session.id
+        records, parent = [], None
+
+        def add(kind: str, at: float, data: dict) -> None:
+            nonlocal parent
+            ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session.id}/{len(records)}"))
+            records.append({"type": kind, "data": data, "id": ident, "timestamp": _iso(at), "parentId": parent})
+            parent = ident
+
+        first = session.exchanges[0].started
+        add("session.start", first, {"sessionId": session.id, "version": 1, "producer": "copilot-agent",
+                                     "copilotVersion": "1.0.102", "startTime": _iso(first), "selectedModel": "m1",
+                                     "context": {"cwd": session.cwd, "gitRoot": session.cwd, "repository": "acme/app",
+                                                 "branch": "main"}})
+        turn = 0
+        for e, exchange in enumerate(session.exchanges):
+            interaction = f"{session.id[:8]}-i{e}"
+            message_id = f"{session.id[:8]}-u{e}"
+            add("user.message", exchange.started, {"content": exchange.prompt, "transformedContent": exchange.prompt,
+                                                   "messageId": message_id, "interactionId": interaction,
+                                                   "turnId": str(turn)})
+            for s, (offset, step) in enumerate(_steps(exchange)):
+                add("assistant.turn_start", exchange.at(offset), {"turnId": str(turn), "interactionId": interaction})
+                add("session.usage_record", exchange.at(offset), {"usage": {"model": "m1", "inputTokens": 900,
+                                                                             "outputTokens": 120}})
+                requests = [{"toolCallId": c.id, "name": _COPILOT_TOOLS[c.kind], "arguments": c.args,
+                             "type": "function"} for c in step.calls]
+                data = {"messageId": f"{session.id[:8]}-a{e}-{s}", "originatingMessageId": message_id, "model": "m1",
+                        "content": step.text, "toolRequests": requests, "interactionId": interaction,
+                        "turnId": str(turn)}
+                if step.thinking:
+                    data["reasoningText"] = step.thinking
+                add("assistant.message", exchange.at(offset), data)
+                for c in step.calls:
+                    add("tool.execution_start", exchange.at(offset + 1),
+                        {"toolCallId": c.id, "toolName": _COPILOT_TOOLS[c.kind], "arguments": c.args,
+                         "turnId": str(turn)})
+                    add("tool.execution_complete", exchange.at(offset + 5),
+                        {"toolCallId": c.id, "model": "m1", "interactionId": interaction, "turnId": str(turn),
+                         "success": not c.is_error, "result": {"content": c.result}})
+                add("assistant.turn_end", exchange.at(offset + 6), {"turnId": str(turn)})
+                turn += 1
+        _jsonl(folder / "events.jsonl", records)
+        (folder / "workspace.yaml").write_text(f"id: {session.id}\ncwd: {session.cwd}\ngit_root: {session.cwd}\n"
+                                               f"repository: acme/app\nbranch: main\nname: synthetic\n")
+    return root
+
+
+_CURSOR_TOOLS = {"shell": "Shell", "read": "Read", "edit": "StrReplace", "write": "Write", "search": "Grep"}
+
+
+def write_cursor(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/projects/<slug>/agent-transcripts/<id>.jsonl``: role/message lines with
+    text and tool_use parts (the CLI writes no tool results and no times), a
+    ``turn_ended`` line after each prompt's answer."""
+    for session in sessions:
+        records: list[dict] = []
+        for exchange in session.exchanges:
+            records.append({"role": "user", "message": {"content": [
+                {"type": "text", "text": f"<timestamp>{_iso(exchange.started)}</timestamp>\n<user_query>\n"
+                                         f"{exchange.prompt}\n</user_query>"}]}})
+            for _, step in _steps(exchange):
+                content = [{"type": "text", "text": step.text}]
+                content += [{"type": "tool_use", "name": _CURSOR_TOOLS[c.kind], "input": c.args} for c in step.calls]
+                records.append({"role": "assistant", "message": {"content": content}})
+            records.append({"type": "turn_ended", "status": "success"})
+        slug = session.cwd.strip("/").replace("/", "-")
+        _jsonl(root / "projects" / slug / "agent-transcripts" / f"{session.id}.jsonl", records)
+    return root
+
+
+_KIRO_TOOLS = {"shell": "shell", "read": "read", "edit": "write", "write": "write", "search": "grep"}
+
+
+def write_kiro(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions/cli/<id>.jsonl`` + ``<id>.json``: versioned ``kind``/``data``
+    records (Prompt, AssistantMessage with thinking/text/toolUse, ToolResults)."""
+    folder = root / "sessions" / "cli"
+    for session in sessions:
+        records: list[dict] = []
+        n = 0
+        for exchange in session.exchanges:
+            n += 1
+            records.append({"version": "v1", "kind": "Prompt", "data": {
+                "message_id": f"p-{n}", "content": [{"kind": "text", "data": exchange.prompt}],
+                "meta": {"timestamp": exchange.started}}})
+            for _, step in _steps(exchange):
+                n += 1
+                content = ([{"kind": "thinking", "data": {"text": step.thinking, "signature": None}}]
+                           if step.thinking else []) + [{"kind": "text", "data": step.text}]
+                content += [{"kind": "toolUse", "data": {"toolUseId": c.id, "name": _KIRO_TOOLS[c.kind],
+                                                         "input": c.args}} for c in step.calls]
+                records.append({"version": "v1", "kind": "AssistantMessage",
+                                "data": {"message_id": f"a-{n}", "content": content}})
+                if step.calls:
+                    n += 1
+                    records.append({"version": "v1", "kind": "ToolResults", "data": {"message_id": f"r-{n}", "content": [
+                        {"kind": "toolResult", "data": {"toolUseId": c.id, "status": "error" if c.is_error else "success",
+                                                        "content": [{"kind": "text", "data": c.result}]}}
+                        for c in step.calls]}})
+        _jsonl(folder / f"{session.id}.jsonl", records)
+        (folder / f"{session.id}.json").write_text(json.dumps({"session_id": session.id, "cwd": session.cwd}))
+    return root
+
+
+# ---- whole-file JSON ---------------------------------------------------------------------------
+
+_CLINE_TOOLS = {"shell": "execute_command", "read": "read_file", "edit": "replace_in_file", "write": "write_to_file",
+                "search": "search_files"}
+
+
+def _anthropic_messages(session: ScriptedSession, tools: dict[str, str], stamp: bool) -> list[dict]:
+    """Anthropic-style messages as Cline and Roo Code store them (``api_conversation_history.json``)."""
+    messages: list[dict] = []
+    for e, exchange in enumerate(session.exchanges):
+        user = {"role": "user", "content": [{"type": "text", "text": f"<task>\n{exchange.prompt}\n</task>"},
+                                            {"type": "text", "text": "<environment_details>\n# Current Working "
+                                             f"Directory ({session.cwd})\n</environment_details>"}]}
+        messages.append(user | ({"ts": int(exchange.started * 1000)} if stamp else {}))
+        for s, (offset, step) in enumerate(_steps(exchange)):
+            text = (f"<thinking>\n{step.thinking}\n</thinking>\n\n" if step.thinking else "") + step.text
+            content = [{"type": "text", "text": text}]
+            content += [{"type": "tool_use", "id": c.id, "name": tools[c.kind], "input": c.args} for c in step.calls]
+            message = {"role": "assistant", "id": f"msg_{e}_{s}", "content": content}
+            messages.append(message | ({"ts": int(exchange.at(offset) * 1000)} if stamp else {}))
+            if step.calls:
+                results = {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": c.id, "content": c.result, "is_error": c.is_error}
+                    for c in step.calls]}
+                messages.append(results | ({"ts": int(exchange.at(offset + 5) * 1000)} if stamp else {}))
+    return messages
+
+
+def _ui_messages(session: ScriptedSession) -> list[dict]:
+    return [{"ts": int(exchange.started * 1000), "type": "say", "say": "task" if not e else "user_feedback",
+             "text": exchange.prompt[:200]} for e, exchange in enumerate(session.exchanges)]
+
+
+def write_cline(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/data/tasks/<ms id>/api_conversation_history.json`` (+ ui_messages,
+    task_metadata) and ``data/state/taskHistory.json``."""
+    history = []
+    for number, session in enumerate(sessions):
+        task_id = str(int(session.exchanges[0].started * 1000) + number)
+        folder = root / "data" / "tasks" / task_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "api_conversation_history.json").write_text(json.dumps(_anthropic_messages(session, _CLINE_TOOLS, True)))
+        (folder / "ui_messages.json").write_text(json.dumps(_ui_messages(session)))
+        (folder / "task_metadata.json").write_text(json.dumps({"files_in_context": [], "model_usage": [],
+                                                                "environment_history": []}))
+        history.append({"id": task_id, "ts": int(session.exchanges[-1].started * 1000),
+                        "task": session.exchanges[0].prompt[:100], "tokensIn": 1, "tokensOut": 1, "totalCost": 0,
+                        "cwdOnTaskInitialization": session.cwd})
+    (root / "data" / "state").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "state" / "taskHistory.json").write_text(json.dumps(history))
+    return root
+
+
+def write_roo(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/tasks/<uuid>/api_conversation_history.json`` (+ history_item,
+    ui_messages), tab-indented as Roo Code writes them."""
+    for number, session in enumerate(sessions):
+        folder = root / "tasks" / session.id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "api_conversation_history.json").write_text(
+            json.dumps(_anthropic_messages(session, _CLINE_TOOLS, True), indent="\t"))
+        (folder / "ui_messages.json").write_text(json.dumps(_ui_messages(session), indent="\t"))
+        (folder / "history_item.json").write_text(json.dumps({
+            "id": session.id, "number": number + 1, "ts": int(session.exchanges[-1].started * 1000),
+            "task": session.exchanges[0].prompt[:100], "tokensIn": 1, "tokensOut": 1, "totalCost": 0,
+            "workspace": session.cwd, "mode": "code", "status": "completed"}, indent="\t"))
+    return root
+
+
+_AMP_TOOLS = {"shell": "Bash", "read": "Read", "edit": "edit_file", "write": "create_file", "search": "Grep"}
+
+
+def write_amp(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/threads/T-<uuid>.json``: one thread document, rewritten whole each turn."""
+    for session in sessions:
+        messages: list[dict] = []
+        for exchange in session.exchanges:
+            messages.append({"role": "user", "messageId": len(messages), "content": [
+                {"type": "text", "text": exchange.prompt}], "meta": {"sentAt": int(exchange.started * 1000)}})
+            for offset, step in _steps(exchange):
+                content = ([{"type": "thinking", "thinking": step.thinking, "signature": "sig"}]
+                           if step.thinking else []) + [{"type": "text", "text": step.text}]
+                content += [{"type": "tool_use", "id": c.id, "name": _AMP_TOOLS[c.kind], "input": c.args,
+                             "complete": True} for c in step.calls]
+                messages.append({"role": "assistant", "messageId": len(messages), "content": content,
+                                 "state": {"type": "complete", "stopReason": "tool_use" if step.calls else "end_turn"},
+                                 "usage": {"model": "claude-sonnet-4-5", "inputTokens": 900, "outputTokens": 120,
+                                           "timestamp": _iso(exchange.at(offset))}})
+                if step.calls:
+                    messages.append({"role": "user", "messageId": len(messages), "content": [
+                        {"type": "tool_result", "toolUseID": c.id,
+                         "run": {"status": "error", "error": {"message": c.result}} if c.is_error else
+                         {"status": "done", "result": {"output": c.result, "exitCode": 0}}} for c in step.calls],
+                        "meta": {"sentAt": int(exchange.at(offset + 5) * 1000)}})
+        document = {"v": len(messages), "id": f"T-{session.id}", "created": int(session.exchanges[0].started * 1000),
+                    "title": session.exchanges[0].prompt[:40], "agentMode": "smart",
+                    "env": {"initial": {"trees": [{"displayName": "app", "uri": f"file://{session.cwd}"}]}},
+                    "messages": messages}
+        (root / "threads").mkdir(parents=True, exist_ok=True)
+        (root / "threads" / f"T-{session.id}.json").write_text(json.dumps(document, indent=2))
+    return root
+
+
+# ---- Markdown ----------------------------------------------------------------------------------
+
+def write_aider(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/<project>/.aider.chat.history.md``: each launch a ``# aider chat started
+    at`` header, ``####`` prompts, replies with SEARCH/REPLACE edits, ``>`` tool output."""
+    by_project: dict[str, list[str]] = {}
+    for session in sessions:
+        lines = [f"\n# aider chat started at {datetime.fromtimestamp(session.exchanges[0].started, timezone.utc):%Y-%m-%d %H:%M:%S}\n",
+                 "> Aider v0.86.1  ", "> Main model: anthropic/claude-sonnet-4-5 with diff edit format  ",
+                 "> Git repo: .git with 12 files  ", ""]
+        for exchange in session.exchanges:
+            lines += [f"#### {line}  " for line in exchange.prompt.split("\n")] + [""]
+            for _, step in _steps(exchange):
+                lines += [step.text, ""]
+                for c in step.calls:
+                    if c.kind in ("edit", "write"):
+                        lines += [c.args["path"], "```python", "<<<<<<< SEARCH", c.args.get("old", ""), "=======",
+                                  c.args.get("new", c.args.get("content", "")), ">>>>>>> REPLACE", "```", "",
+                                  f"> Applied edit to {c.args['path']}  "]
+                    else:
+                        lines += [f"#### /run {c.args.get('command', 'cat ' + c.args.get('path', ''))}  ",
+                                  "> Add 0.2k tokens of command output to the chat? (Y)es/(N)o [Yes]: y  ",
+                                  *(f"> {line}  " for line in c.result.split("\n")[:60]), ""]
+            lines += ["> Tokens: 2.1k sent, 180 received. Cost: $0.0093 message, $0.0093 session.  ", ""]
+        by_project.setdefault(session.cwd, []).append("\n".join(lines))
+    for cwd, launches in by_project.items():
+        path = root / Path(cwd).name / ".aider.chat.history.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(launches), encoding="utf-8")
+    return root
+
+
+# ---- SQLite stores -----------------------------------------------------------------------------
+
+def write_goose(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions.db``: Goose's sessions and messages tables (content_json per message)."""
+    goose = _fixture_module("agents/goose/make_goose_db.py")
+    db = root / "sessions.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(goose.SCHEMA)
+    tools = {"shell": "developer__shell", "read": "developer__text_editor", "edit": "developer__text_editor",
+             "write": "developer__text_editor", "search": "developer__shell"}
+    with conn:
+        for session in sessions:
+            conn.execute("INSERT INTO sessions (id, name, session_type, working_dir) VALUES (?, ?, 'user', ?)",
+                         (session.id, session.exchanges[0].prompt[:40], session.cwd))
+            rows = []
+            for exchange in session.exchanges:
+                rows.append(("user", [goose.text(exchange.prompt)], exchange.started))
+                for offset, step in _steps(exchange):
+                    content = ([{"type": "thinking", "thinking": step.thinking, "signature": "sig"}]
+                               if step.thinking else []) + [goose.text(step.text)]
+                    content += [goose.request(c.id, tools[c.kind], c.args) for c in step.calls]
+                    rows.append(("assistant", content, exchange.at(offset)))
+                    if step.calls:
+                        rows.append(("user", [goose.response(c.id, {"content": [goose.text(c.result)],
+                                                                    "isError": c.is_error}) for c in step.calls],
+                                     exchange.at(offset + 5)))
+            conn.executemany("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             [(session.id, role, json.dumps(content), int(at), json.dumps(goose.VISIBLE))
+                              for role, content, at in rows])
+    conn.close()
+    return db
+
+
+def write_crush(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/crush.db``: Crush's sessions and messages tables (a JSON parts list per message)."""
+    crush = _fixture_module("agents/crush/make_crush_db.py")
+    db = root / "crush.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(crush.SCHEMA)
+    tools = {"shell": "bash", "read": "view", "edit": "edit", "write": "write", "search": "grep"}
+    with conn:
+        for session in sessions:
+            conn.execute("INSERT INTO sessions (id, title, updated_at, created_at) VALUES (?, ?, ?, ?)",
+                         (session.id, session.exchanges[0].prompt[:40], int(session.exchanges[-1].started),
+                          int(session.exchanges[0].started)))
+            rows = []
+            for e, exchange in enumerate(session.exchanges):
+                rows.append((f"{session.id}-u{e}", "user", [crush.part("text", text=exchange.prompt)],
+                             exchange.started, None))
+                for s, (offset, step) in enumerate(_steps(exchange)):
+                    parts = ([crush.part("reasoning", thinking=step.thinking, signature="",
+                                         started_at=int(exchange.at(offset)))] if step.thinking else [])
+                    parts += [crush.part("text", text=step.text)]
+                    parts += [crush.call(c.id, tools[c.kind], c.args) for c in step.calls]
+                    parts.append(crush.part("finish", reason="tool_use" if step.calls else "end_turn",
+                                            time=int(exchange.at(offset + 1))))
+                    rows.append((f"{session.id}-a{e}-{s}", "assistant", parts, exchange.at(offset),
+                                 int(exchange.at(offset + 1))))
+                    if step.calls:
+                        rows.append((f"{session.id}-t{e}-{s}", "tool",
+                                     [crush.result(c.id, tools[c.kind], c.result, c.is_error) for c in step.calls],
+                                     exchange.at(offset + 5), None))
+            conn.executemany("INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at, "
+                             "finished_at, provider, is_summary_message) VALUES (?, ?, ?, ?, 'm1', ?, ?, ?, 'fake', 0)",
+                             [(ident, session.id, role, json.dumps(parts), int(at), int(at), finished)
+                              for ident, role, parts, at, finished in rows])
+    conn.close()
+    return db
+
+
+def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
+    document per message and per part, times in ms)."""
+    opencode = _fixture_module("agents/opencode/make_opencode_db.py")
+    db = root / "opencode.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(opencode.SCHEMA)
+    tools = {"shell": "bash", "read": "read", "edit": "edit", "write": "write", "search": "grep"}
+    with conn:
+        conn.execute("INSERT INTO project VALUES ('p1', '/home/dev', 'git', NULL, NULL, NULL, NULL, 0, 0, NULL, '[]', NULL)")
+        for session in sessions:
+            sid = f"ses_{session.id.replace('-', '')}"
+            conn.execute("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
+                         "time_updated) VALUES (?, 'p1', 'slug', ?, ?, '1.18.33', ?, ?)",
+                         (sid, session.cwd, session.exchanges[0].prompt[:40], int(session.exchanges[0].started * 1000),
+                          int(session.exchanges[-1].started * 1000)))
+            messages, parts = [], []
+            for e, exchange in enumerate(session.exchanges):
+                user_id = f"msg_{sid[4:16]}{e:04d}u"
+                created = int(exchange.started * 1000)
+                messages.append((user_id, sid, created, created, json.dumps(
+                    {"role": "user", "time": {"created": created}, "agent": "build",
+                     "model": {"providerID": "fake", "modelID": "m1"}})))
+                parts.append((f"prt_{user_id[4:]}_00", user_id, sid, created, created,
+                              json.dumps(opencode._text(exchange.prompt))))
+                for s, (offset, step) in enumerate(_steps(exchange)):
+                    ident = f"msg_{sid[4:16]}{e:04d}a{s:02d}"
+                    start = int(exchange.at(offset) * 1000)
+                    data = opencode._assistant(user_id, start, start + 4000,
+                                               finish="tool-calls" if step.calls else "stop")
+                    data["path"] = {"cwd": session.cwd, "root": session.cwd}
+                    messages.append((ident, sid, start, start, json.dumps(data)))
+                    body = [{"type": "step-start"}]
+                    if step.thinking:
+                        body.append({"type": "reasoning", "text": step.thinking,
+                                     "time": {"start": start, "end": start + 100}})
+                    body.append(opencode._text(step.text, start + 100, start + 200))
+                    for c in step.calls:
+                        state = {"error": c.result} if c.is_error else {"output": c.result, "title": c.kind,
+                                                                         "metadata": {"truncated": False}}
+                        body.append(opencode._tool(tools[c.kind], c.id, "error" if c.is_error else "completed",
+                                                   c.args, start + 300, **state))
+                    body.append({"type": "step-finish", "reason": "tool-calls" if step.calls else "stop", "cost": 0})
+                    parts += [(f"prt_{ident[4:]}_{i:02d}", ident, sid, start + i, start + i + 1, json.dumps(p))
+                              for i, p in enumerate(body)]
+            conn.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?)", messages)
+            conn.executemany("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", parts)
+    conn.close()
+    return db
+
+
+def write_hermes(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/state.db``: Hermes's sessions and messages tables (OpenAI-style rows:
+    content, reasoning_content, tool_calls JSON, tool rows with tool_call_id)."""
+    hermes = _fixture_module("make_hermes_db.py")
+    db = root / "state.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    hermes._create(conn, legacy=False)
+    tools = {"shell": "terminal", "read": "read_file", "edit": "patch", "write": "write_file", "search": "search_files"}
+    with conn:
+        for session in sessions:
+            hermes._insert(conn, "sessions", {"id": session.id, "source": "cli", "model": "hermes-4-405b",
+                                              "started_at": session.exchanges[0].started, "cwd": session.cwd,
+                                              "git_branch": "main", "title": session.exchanges[0].prompt[:40]})
+            for exchange in session.exchanges:
+                hermes._insert(conn, "messages", {"session_id": session.id, "role": "user", "content": exchange.prompt,
+                                                  "timestamp": exchange.started, "active": 1})
+                for offset, step in _steps(exchange):
+                    row = {"session_id": session.id, "role": "assistant", "content": step.text,
+                           "timestamp": exchange.at(offset), "active": 1,
+                           "finish_reason": "tool_calls" if step.calls else "stop"}
+                    if step.thinking:
+                        row["reasoning_content"] = step.thinking
+                    if step.calls:
+                        row["tool_calls"] = json.dumps([{"id": c.id, "type": "function", "function": {
+                            "name": tools[c.kind], "arguments": json.dumps(c.args)}} for c in step.calls])
+                    hermes._insert(conn, "messages", row)
+                    for c in step.calls:
+                        hermes._insert(conn, "messages", {"session_id": session.id, "role": "tool", "content": c.result,
+                                                          "tool_call_id": c.id, "tool_name": tools[c.kind],
+                                                          "timestamp": exchange.at(offset + 5), "active": 1})
+    conn.close()
+    return db
+
+
+def write_cursor_ide(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/globalStorage/state.vscdb``: Cursor's cursorDiskKV rows, one
+    ``composerData:<id>`` header per conversation and one ``bubbleId:<id>:<bubble>``
+    JSON per message (tool calls in ``toolFormerData``)."""
+    cursor = _fixture_module("agents/cursor/make_cursor_vscdb.py")
+    db = root / "globalStorage" / "state.vscdb"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(cursor.SCHEMA)
+    tools = {"shell": "run_terminal_cmd", "read": "read_file", "edit": "edit_file", "write": "edit_file",
+             "search": "grep_search"}
+    with conn:
+        for session in sessions:
+            bubbles = []
+            for e, exchange in enumerate(session.exchanges):
+                bubbles.append((f"u{e}", {"_v": 3, "type": 1, "bubbleId": f"u{e}", "text": exchange.prompt,
+                                          "createdAt": _iso(exchange.started)}))
+                for s, (offset, step) in enumerate(_steps(exchange)):
+                    bubble = {"_v": 3, "type": 2, "bubbleId": f"a{e}-{s}", "text": step.text,
+                              "createdAt": _iso(exchange.at(offset))}
+                    if step.thinking:
+                        bubble["thinking"] = {"text": step.thinking}
+                    bubbles.append((bubble["bubbleId"], bubble))
+                    for c in step.calls:  # one tool call per bubble, as Cursor stores them
+                        ident = f"t{e}-{s}-{c.id}"
+                        bubbles.append((ident, {"_v": 3, "type": 2, "bubbleId": ident, "text": "",
+                                                "createdAt": _iso(exchange.at(offset + 5)),
+                                                "toolFormerData": cursor.tool(tools[c.kind], c.args,
+                                                                              {"output": c.result}, c.id)}))
+            conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{session.id}", json.dumps({
+                "_v": 10, "composerId": session.id, "name": session.exchanges[0].prompt[:40],
+                "createdAt": int(session.exchanges[0].started * 1000),
+                "lastUpdatedAt": int(session.exchanges[-1].started * 1000), "status": "completed",
+                "fullConversationHeadersOnly": [{"bubbleId": b, "type": d["type"]} for b, d in bubbles],
+                "conversationMap": {}})))
+            conn.executemany("INSERT INTO cursorDiskKV VALUES (?, ?)",
+                             [(f"bubbleId:{session.id}:{b}", json.dumps(d)) for b, d in bubbles])
+    conn.close()
+    return db
+
+
+# ---- Parquet -----------------------------------------------------------------------------------
+
+def write_parquet(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/traces.parquet``: Hugging Face agent-traces rows, ``messages`` a list of
+    JSON-encoded OpenAI-style chat messages per session."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tools = {"shell": "bash", "read": "read", "edit": "edit", "write": "write", "search": "grep"}
+    ids, rows, sent = [], [], []
+    for session in sessions:
+        messages = []
+        for exchange in session.exchanges:
+            messages.append({"role": "user", "content": exchange.prompt})
+            for _, step in _steps(exchange):
+                message = {"role": "assistant", "content": step.text}
+                if step.thinking:
+                    message["reasoning_content"] = step.thinking
+                if step.calls:
+                    message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                        "name": tools[c.kind], "arguments": json.dumps(c.args)}} for c in step.calls]
+                messages.append(message)
+                messages += [{"role": "tool", "tool_call_id": c.id, "content": c.result} for c in step.calls]
+        ids.append(session.id)
+        rows.append([json.dumps(m) for m in messages])
+        sent.append(_iso(session.exchanges[0].started))
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "traces.parquet"
+    pq.write_table(pa.table({"session_id": ids, "messages": rows, "sent_at": sent}), path, row_group_size=4)
+    return path
+
+
+# ---- claude, codex, pi: copies of the real transcripts ------------------------------------------
+
+def _write_real(kind: str):
+    def write(root: Path, target_bytes: int) -> Path:
+        make_history(root, target_bytes, only=kind)
+        return {"claude": root / ".claude" / "projects", "pi": root / ".pi" / "agent" / "sessions"}[kind]
+    return write
+
+
+SCRIPTED_WRITERS = {
+    "codex": write_codex, "gemini": write_gemini, "qwen": write_qwen, "copilot": write_copilot, "cursor": write_cursor,
+    "cursor-ide": write_cursor_ide, "kiro": write_kiro, "cline": write_cline, "roo": write_roo, "amp": write_amp,
+    "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
+    "hermes": write_hermes, "parquet": write_parquet,
+}
+REAL_COPIES = ("claude", "pi")
+FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
+
+
+def agent_of_format(name: str) -> str:
+    """The agent whose parser reads a format (``cursor-ide`` is Cursor's IDE store)."""
+    return name.split("-")[0]
+
+
+def make_agent_history(name: str, root: Path, target_bytes: int, seed: int = 0) -> Path:
+    """A history of about ``target_bytes`` in format ``name`` (one of FORMATS) under
+    ``root``; returns the path to discover it from."""
+    if name in REAL_COPIES:
+        return _write_real(name)(root, target_bytes)
+    rng = random.Random(f"{name}-{seed}")
+    sessions, content = [], 0
+    while content < target_bytes * 0.8:  # the formats add 20-60 % of structure around the content
+        sessions.append(scripted_session(rng, len(sessions)))
+        content += sessions[-1].size()
+    return SCRIPTED_WRITERS[name](root, sessions)
