@@ -587,7 +587,8 @@ def write_amp(root: Path, sessions: list[ScriptedSession]) -> Path:
 
 def write_aider(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/<project>/.aider.chat.history.md``: each launch a ``# aider chat started
-    at`` header, ``####`` prompts, replies with SEARCH/REPLACE edits, ``>`` tool output."""
+    at`` header, ``####`` prompts and typed commands, replies with SEARCH/REPLACE edits,
+    ``>`` notices (a command's output is not logged, only its line count)."""
     by_project: dict[str, list[str]] = {}
     for session in sessions:
         lines = [f"\n# aider chat started at {datetime.fromtimestamp(session.exchanges[0].started, timezone.utc):%Y-%m-%d %H:%M:%S}\n",
@@ -602,10 +603,12 @@ def write_aider(root: Path, sessions: list[ScriptedSession]) -> Path:
                         lines += [c.args["path"], "```python", "<<<<<<< SEARCH", c.args.get("old", ""), "=======",
                                   c.args.get("new", c.args.get("content", "")), ">>>>>>> REPLACE", "```", "",
                                   f"> Applied edit to {c.args['path']}  "]
-                    else:
-                        lines += [f"#### /run {c.args.get('command', 'cat ' + c.args.get('path', ''))}  ",
+                    elif c.kind == "read":
+                        lines += [f"#### /add {c.args['path']}  ", f"> Added {c.args['path']} to the chat  ", ""]
+                    else:  # Aider logs a command, not its output
+                        lines += [f"#### !{c.args.get('command', 'rg ' + c.args.get('pattern', ''))}  ",
                                   "> Add 0.2k tokens of command output to the chat? (Y)es/(N)o [Yes]: y  ",
-                                  *(f"> {line}  " for line in c.result.split("\n")[:60]), ""]
+                                  f"> Added {c.result.count(chr(10)) + 1} lines of output to the chat.  ", ""]
             lines += ["> Tokens: 2.1k sent, 180 received. Cost: $0.0093 message, $0.0093 session.  ", ""]
         by_project.setdefault(session.cwd, []).append("\n".join(lines))
     for cwd, launches in by_project.items():

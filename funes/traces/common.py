@@ -36,9 +36,13 @@ def workdir_facet(cwd: str | None, fallback: str = "") -> str:
     return fallback
 
 
+# One encoder for every call: json.dumps with options builds a new JSONEncoder each time.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Any) -> str:
     """Tool input as compact JSON in source key order (the stored tool_use text)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_JSON.encode(value)
 
 
 def tool_input_text(value: Any) -> str:
@@ -205,7 +209,9 @@ COMMAND_ARGUMENTS = ("command", "cmd")
 # Shells whose ``-c`` script is the command when a call records an argv.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell"})
 # The headers of a V4A (apply_patch) patch, and what each does to its file.
-_PATCH_HEADER = re.compile(r"^\*\*\* (Update File|Add File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
+# No leading ``^``: kept when at a line start (a ``^`` makes the regex engine try every
+# position of a long patch instead of jumping to the literal ``*** ``).
+_PATCH_HEADER = re.compile(r"\*\*\* (Update File|Add File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
 _PATCH_ACTIONS = {"Update File": "edit", "Add File": "write", "Delete File": "delete", "Move to": "write"}
 # How agents state a command's exit status in its output, one line each:
 # "Exit code: 0", "Exit code 1", "Process exited with code 0", "Command exited with code 2".
@@ -244,7 +250,8 @@ def patch_touches(patch: Any) -> tuple[FileTouch, ...]:
     in patch order."""
     if not isinstance(patch, str):
         return ()
-    return tuple(FileTouch(path, _PATCH_ACTIONS[verb]) for verb, path in _PATCH_HEADER.findall(patch))
+    return tuple(FileTouch(match.group(2), _PATCH_ACTIONS[match.group(1)]) for match in _PATCH_HEADER.finditer(patch)
+                 if match.start() == 0 or patch[match.start() - 1] == "\n")
 
 
 def _argument_paths(node: Any, keys: Collection[str], named: bool, found: list[str]) -> None:

@@ -11,7 +11,14 @@ from typing import Any
 from funes.traces.common import compact_json
 from funes.traces.model import Block
 
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+# Searched for without a leading ``^`` and kept when they start a line: a ``^`` makes the
+# regex engine try every position of a long tool output instead of jumping to the literal.
+_EXIT_CODE = re.compile(r"Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_ERROR_OR_SIGNAL = re.compile(r"(?:Error|Signal): ")
+
+
+def _at_line_start(text: str, start: int) -> bool:
+    return start == 0 or text[start - 1] == "\n"
 
 
 def part_list(content: Any) -> list[Any]:
@@ -46,11 +53,12 @@ def shell_exit_code(text: str) -> int | None:
     line; or 0 for a result of the current shape (``Output: …``) that reports neither
     an exit code, an error nor a signal, since current builds print the code only
     when it is not 0."""
-    found = _EXIT_CODE.findall(text)
+    found = [match.group(1) for match in _EXIT_CODE.finditer(text) if _at_line_start(text, match.start())]
     if found:
         return int(found[-1])
     body = text.removeprefix("<untrusted_context>\n").lstrip()
-    if body.startswith("Output:") and not re.search(r"^(Error|Signal): ", body, re.MULTILINE):
+    if body.startswith("Output:") and not any(_at_line_start(body, match.start())
+                                              for match in _ERROR_OR_SIGNAL.finditer(body)):
         return 0
     return None
 

@@ -165,11 +165,14 @@ def _user_text(text: str) -> tuple[str, str]:
     return (query.group(1) if query else text), stamp
 
 
-def _transcript_blocks(role: str, content: Any) -> tuple[list[Block], str]:
+def _transcript_blocks(role: str, content: Any) -> tuple[list[Block], str, str]:
+    """(blocks, the user's ``<timestamp>`` or "", the first shell call's
+    ``working_directory`` or "")."""
     if role == "user":
         text, stamp = _user_text(joined_text(content))
-        return [Block("text", text)], stamp
+        return [Block("text", text)], stamp, ""
     blocks = []
+    folder = ""
     for part in content if isinstance(content, list) else [content]:
         if isinstance(part, str):
             blocks.append(Block("text", part))
@@ -184,7 +187,10 @@ def _transcript_blocks(role: str, content: Any) -> tuple[list[Block], str]:
                 files, command = _provenance(name, args)
                 blocks.append(Block("tool_use", tool_input_text(part.get("input")), name, opt_str(part.get("id")),
                                     files=files, command=command))
-    return blocks, ""
+                if command is not None and not folder:
+                    working = args.get("working_directory")
+                    folder = working if isinstance(working, str) else ""
+    return blocks, "", folder
 
 
 def _parse_transcript(unit: SourceUnit, session: Session, turns: TurnCollector) -> None:
@@ -199,12 +205,9 @@ def _parse_transcript(unit: SourceUnit, session: Session, turns: TurnCollector) 
         message = record.get("message")
         if role not in ("user", "assistant") or not isinstance(message, dict):
             return  # turn_ended markers and anything newer
-        blocks, stamp = _transcript_blocks(role, message.get("content"))
-        for block in blocks if not session.cwd else []:  # the transcript names no cwd; shell calls do
-            folder = _arguments(block.text).get("working_directory") if block.command is not None else None
-            if isinstance(folder, str) and folder:
-                session.cwd = folder
-                break
+        blocks, stamp, folder = _transcript_blocks(role, message.get("content"))
+        if folder and not session.cwd:  # the transcript names no cwd; shell calls do
+            session.cwd = folder
         turns.add(turn_uuid, turns.last_uuid, role, stamp, blocks)
 
     each_record(path, session.warnings, handle)
