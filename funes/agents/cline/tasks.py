@@ -42,6 +42,7 @@ from typing import Any
 from funes.traces.common import (
     TurnCollector,
     as_str,
+    compact_json,
     file_unit,
     finish_session,
     joined_text,
@@ -50,6 +51,7 @@ from funes.traces.common import (
     patch_touches,
     path_touches,
     paused_gc,
+    tagged_spans,
     tool_input_text,
     workdir_facet,
 )
@@ -117,7 +119,7 @@ def discover_tasks(harness: str, root: Path) -> Iterator[SourceUnit]:
 _ENV_OPEN, _ENV_CLOSE = "<environment_details>", "</environment_details>"
 _ENV_CWD = re.compile(r"# Current (?:Working|Workspace) Directory \(([^)\n]+)\) Files")
 _WRAPPERS = ("task", "user_message")
-_THINKING = re.compile(r"<thinking>\s*(.*?)\s*</thinking>", re.DOTALL)
+_THINKING_OPEN, _THINKING_CLOSE = "<thinking>", "</thinking>"
 _RESULT_PREFIX = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)(?: for '(?:[^\n]*?)')?[^\]\n]*\] Result:")
 _EXIT_CODE = re.compile(r"\bExit code: (-?\d+)")
 
@@ -280,8 +282,7 @@ class _Converter:
             call_id = f"{turn_uuid}:x{len(self.pending)}"
             self.pending.append((name, call_id))
             arguments = _xml_arguments(body)
-            blocks.append(self.tool_use(name, arguments, json.dumps(arguments, ensure_ascii=False,
-                                                                      separators=(",", ":")), call_id))
+            blocks.append(self.tool_use(name, arguments, compact_json(arguments), call_id))
             at = match.end()
         blocks.extend(self._prose(text[at:]))
         return blocks
@@ -289,8 +290,12 @@ class _Converter:
     def _prose(self, text: str) -> list[Block]:
         if "<thinking>" not in text:
             return [Block("text", text.strip())]
-        blocks = [Block("thinking", m.group(1)) for m in _THINKING.finditer(text)]
-        return blocks + [Block("text", _THINKING.sub("", text).strip())]
+        spans = tagged_spans(text, _THINKING_OPEN, _THINKING_CLOSE)
+        blocks = [Block("thinking", text[start + len(_THINKING_OPEN):end - len(_THINKING_CLOSE)].strip())
+                  for start, end in spans]
+        outside = "".join(text[a:b] for a, b in zip([0] + [end for _, end in spans], [start for start, _ in spans]
+                                                     + [len(text)]))
+        return blocks + [Block("text", outside.strip())]
 
     def user_text(self, text: str) -> list[Block]:
         if not self.cwd_seen and _ENV_OPEN in text:

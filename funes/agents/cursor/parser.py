@@ -46,6 +46,7 @@ from funes.traces.common import (
     joined_text,
     normalize_ts,
     opt_str,
+    tagged_spans,
     tool_input_text,
     walk_files,
     workdir_facet,
@@ -56,7 +57,7 @@ from funes.traces.sqlite import columns, decode_text, read_only
 
 HARNESS = AGENT.harness
 
-_USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
+_USER_QUERY_OPEN, _USER_QUERY_CLOSE = "<user_query>", "</user_query>"
 _TIMESTAMP_TAG = re.compile(r"^\s*<timestamp>(.*?)</timestamp>\s*", re.DOTALL)
 
 
@@ -161,8 +162,11 @@ def _user_text(text: str) -> tuple[str, str]:
     if tag:
         stamp = normalize_ts(tag.group(1).strip())
         text = text[tag.end():]
-    query = _USER_QUERY.search(text)
-    return (query.group(1) if query else text), stamp
+    queries = tagged_spans(text, _USER_QUERY_OPEN, _USER_QUERY_CLOSE)
+    if not queries:
+        return text, stamp
+    start, end = queries[0]
+    return text[start + len(_USER_QUERY_OPEN):end - len(_USER_QUERY_CLOSE)].strip(), stamp
 
 
 def _transcript_blocks(role: str, content: Any) -> tuple[list[Block], str, str]:
