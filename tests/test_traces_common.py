@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from funes.traces.common import joined_text, normalize_ts, trailing_uuid, workdir_facet
+from funes.traces.common import joined_text, normalize_ts, tagged_spans, trailing_uuid, workdir_facet
 from funes.traces.jsonl import decode_json
 
 
@@ -56,3 +58,18 @@ def test_decode_json_raises_only_value_error():
         decode_json("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError):
         decode_json("1" * 5000)  # longer than Python's int-string limit
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "no tags at all",
+    "<t>one</t> and <t>two</t>",
+    "<t>a <t>nested</t> tail</t>",  # the first close ends the span, as a lazy regex does
+    "<t>closed</t> <t>never closed",
+    "</t> a close first <t>x</t>",
+    "<t></t><t>\n</t>",
+])
+def test_tagged_spans_are_what_a_lazy_regex_finds(text):
+    expected = [m.span() for m in re.finditer(r"<t>(.*?)</t>", text, re.DOTALL)]
+    assert tagged_spans(text, "<t>", "</t>") == expected
+
