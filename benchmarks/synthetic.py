@@ -1,8 +1,14 @@
-"""Synthetic agent histories built from the real fixture transcripts.
+"""Synthetic agent histories.
 
-Each copy of a real session gets a new session id (Claude: the file name; pi:
-the header id; Codex: the session_meta id), so every copy yields distinct
-chunk ids, laid out under a HOME the way each agent stores its sessions."""
+``make_history``: copies of the real fixture transcripts (Claude, pi, Codex) under a
+HOME, the way each agent stores its sessions; each copy gets a new session id
+(Claude: the file name; pi: the header id; Codex: the session_meta id), so every
+copy yields distinct chunk ids.  Indexing and recall benchmarks use it.
+
+``make_agent_history``: a history in any agent's format (FORMATS), for parse
+throughput per format: copies of the real transcripts for Claude and pi, and for
+every other format scripted coding sessions rendered in that agent's own on-disk
+shape (below)."""
 
 from __future__ import annotations
 
