@@ -825,6 +825,39 @@ def write_cursor_ide(root: Path, sessions: list[ScriptedSession]) -> Path:
     return db
 
 
+def write_kiro_db(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/data.sqlite3``: Kiro CLI 2.x's ``conversations_v2`` rows, one JSON
+    conversation state per session (history of user prompt / tool results and
+    assistant ToolUse / Response entries), rewritten whole after each turn."""
+    kiro = _fixture_module("make_kiro_db.py")
+    tools = {"shell": "execute_bash", "read": "fs_read", "edit": "fs_write", "write": "fs_write", "search": "fs_read"}
+    db = root / "data.sqlite3"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("CREATE TABLE conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL, "
+                     "value TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, "
+                     "PRIMARY KEY (key, conversation_id))")
+        for session in sessions:
+            history, user = [], None
+            for e, exchange in enumerate(session.exchanges):
+                user = kiro.prompt(session.cwd, exchange.prompt, _iso(exchange.started))
+                for s, (offset, step) in enumerate(_steps(exchange)):
+                    message_id = f"m-{e}-{s}"
+                    assistant = (kiro.tool_use(message_id, step.text, *[(c.id, tools[c.kind], c.args) for c in step.calls])
+                                 if step.calls else kiro.response(message_id, step.text))
+                    history.append({"user": user, "assistant": assistant,
+                                    "request_metadata": kiro.meta(int(exchange.at(offset) * 1000))})
+                    if step.calls:
+                        user = kiro.results(session.cwd, _iso(exchange.at(offset + 5)), *[
+                            (c.id, [{"Text": c.result}], "Error" if c.is_error else "Success") for c in step.calls])
+            conn.execute("INSERT INTO conversations_v2 VALUES (?, ?, ?, ?, ?)",
+                         (session.cwd, session.id, json.dumps(kiro.state(session.id, history)),
+                          int(session.exchanges[0].started * 1000), int(session.exchanges[-1].started * 1000)))
+    conn.close()
+    return db
+
+
 # ---- Parquet -----------------------------------------------------------------------------------
 
 def write_parquet(root: Path, sessions: list[ScriptedSession]) -> Path:
@@ -868,7 +901,7 @@ def _write_real(kind: str):
 
 SCRIPTED_WRITERS = {
     "codex": write_codex, "gemini": write_gemini, "qwen": write_qwen, "copilot": write_copilot, "cursor": write_cursor,
-    "cursor-ide": write_cursor_ide, "kiro": write_kiro, "cline": write_cline, "roo": write_roo, "amp": write_amp,
+    "cursor-ide": write_cursor_ide, "kiro": write_kiro, "kiro-db": write_kiro_db, "cline": write_cline, "roo": write_roo, "amp": write_amp,
     "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
     "hermes": write_hermes, "parquet": write_parquet,
 }
@@ -877,7 +910,8 @@ FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
 
 
 def agent_of_format(name: str) -> str:
-    """The agent whose parser reads a format (``cursor-ide`` is Cursor's IDE store)."""
+    """The agent whose parser reads a format (``cursor-ide`` is Cursor's IDE store,
+    ``kiro-db`` Kiro CLI 2.x's SQLite store)."""
     return name.split("-")[0]
 
 
