@@ -128,6 +128,54 @@ coding questions one standard error of R@10 is about 0.045 and of MRR@10 about
 0.04, so differences of a few hundredths between neighbouring settings are
 noise.
 
+**Tried in round 3, not kept** (`benchmarks/recall_rescore.py`, in process on
+the same memories as the ablation; R@10 / MRR@10, coding then LoCoMo, against
+the shipped 0.797 / 0.438 and 0.782 / 0.561): a second stage over the fused
+candidates, each signal added to the fused score before the ranking stage.
+*Query-term coverage* (the share of the query's distinct tokens found in the
+chunk) at 0.1–0.3: 0.792–0.797 / 0.451–0.456 and 0.772–0.784 / 0.559–0.561;
+weighted by IDF 0.797 / 0.446–0.452 and 0.774–0.783 / 0.551–0.556; over the
+passage the hit shows (0.1–0.5) 0.792–0.797 / 0.449–0.462 and 0.765–0.784 /
+0.555–0.561; as a factor (× coverage^0.25–0.5) 0.732–0.762 / 0.441–0.461 and
+0.731–0.751 / 0.531–0.545.  Coverage lifts coding MRR@10 by 0.01–0.02, under
+half a standard error, loses the 4-question session d6e0bada (0.41 → 0.35–0.38)
+and LoCoMo R@10 at the larger weights.  *Term proximity* (matched terms / the
+smallest token window holding them all) at 0.05–0.1: 0.767–0.792 / 0.415–0.430
+and 0.771–0.776 / 0.546–0.553 (it rewards short chunks that hold two of the
+query's words).  *Query bigrams* found adjacent in the chunk (0.05–0.2): 0.787
+/ 0.425–0.437, LoCoMo within 0.001.  *Separate lexical fields* (BM25F-like: own
+text and its context as two indexes, each normalised by its best, fused as own
++ λ × context with λ 0–0.5, instead of one document with own text ×3; scratch
+run, coding only): 0.727–0.752 / 0.421–0.453, R@10 −0.05.  *A linear model*: an
+L2 logistic regression over 13 interpretable features of a candidate (BM25 /
+best, whether BM25 returned it, cosine, block type, a text ending in a question,
+log of its block's chunks, coverage and IDF coverage, the best fused score of
+its session and that session's rank among the candidates, log of its length),
+fit on both sets' candidates together (each set weighing the same; label: its
+passage matches a gold turn): in sample 0.810 / 0.468 and 0.803 / 0.571; left
+out, one of the 11 sessions and conversations at a time, 0.800 / 0.457 and
+0.800 / 0.568, against the shipped grid's leave-one-out 0.787 / 0.441 and 0.785
+/ 0.555; left out, per coding category, decision 0.917 / 0.600, error-fix
+0.691 / 0.446, location 0.773 / 0.506, other 0.950 / 0.488, tool output 0.722 /
+0.316, and per gold block R@10 text 0.797, thinking 0.846, tool call 0.667, tool
+result 0.719.  Its weights move little between folds (a scratch run printed
+them); it raises MRR@10 on four LoCoMo conversations (not conv-49: 0.537 →
+0.53) and on two coding sessions (019a93b9 0.40 → 0.46, 8463c716 0.48 → 0.54),
+holds three and loses d6e0bada (4 questions: 0.75 / 0.41 → 0.50 / 0.31).  Out
+of sample its coding
+gain, +0.016 MRR@10, is under half a standard error and leaves 0.50 far out of
+reach, and it would bring a tokenisation of every candidate and a fitted weight
+table into recall, so the default stays.  Its largest weights after the
+retrieval scores are the session's rank (+2.4 logits for the first), block type
+(tool call −1.8, tool result −0.9) and a question (−1.3): what the shipped
+ranking stage already encodes.  *MiniLM's 256-token window*: 204 of the coding
+set's 4,433 chunks (4.6 %: 50 tool calls, 154 tool results) run past it, none of
+the text or thinking and none of LoCoMo's; a re-embed could change only those
+and was not run.  Where the shipped ranking puts the first right hit (coding):
+first in 28 questions, second in 16, third to tenth in 39, below in 17; of the
+200 hits ranked above a right one, 155 are text or thinking and 164 are in the
+gold's own session (100 of them more than ten turns away).
+
 **Tried in round 2, not kept** (in process, scratch runs of the same harness on
 the same memories, R@10 / MRR@10 on coding against the setting of the row they
 change; LoCoMo where it can move): *turn-level aggregation*, a block scored by
