@@ -11,9 +11,8 @@ import pytest
 from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.crush import parser as crush
-from funes.traces import sqlite as sqlite_store
 from funes.traces.model import FileTouch
-from trace_helpers import assert_well_formed, fixture_module, shape, turn
+from trace_helpers import assert_well_formed, fixture_module, shape, turn, locked_by_a_writer
 
 builder = fixture_module("agents/crush/make_crush_db.py")
 MAIN, TASK = builder.MAIN, builder.TASK
@@ -157,19 +156,11 @@ def test_a_damaged_registry_still_finds_direct_roots(machine):
 
 
 def test_unreadable_databases_are_read_errors(machine, monkeypatch, isolated_env):
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     db = machine["shop"] / ".crush" / "crush.db"
     [unit, _] = crush.discover(db)
-    writer = sqlite3.connect(db)
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             crush.parse(unit)
-    finally:
-        writer.rollback()
-        writer.close()
     broken = isolated_env / "broken" / ".crush" / "crush.db"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"SQLite format 3\x00" + b"\x01" * 400)

@@ -13,9 +13,8 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 import funes.agents.cursor as cursor_agent
 from funes.agents.cursor import parser as cursor
-from funes.traces import sqlite as sqlite_store
 from funes.traces.model import FileTouch
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape
+from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, locked_by_a_writer
 
 builder = fixture_module("agents/cursor/make_cursor_vscdb.py")
 PROJECTS = AGENT_FIXTURES / "cursor" / "projects"
@@ -167,19 +166,11 @@ def test_bad_transcript_lines_are_counted(home):
 
 
 def test_unreadable_stores_are_read_errors(home, monkeypatch, isolated_env):
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     db = home / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"
     unit = next(cursor.discover(db))
-    writer = sqlite3.connect(db)
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             cursor.parse(unit)
-    finally:
-        writer.rollback()
-        writer.close()
     broken = isolated_env / "broken" / "globalStorage" / "state.vscdb"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"SQLite format 3\x00" + b"\x02" * 300)

@@ -12,9 +12,8 @@ import pytest
 from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.goose import parser as goose
-from funes.traces import sqlite as sqlite_store
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape
+from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, locked_by_a_writer
 
 FIXTURES = AGENT_FIXTURES / "goose"
 MAIN = "20260528_1"
@@ -197,19 +196,11 @@ def test_bad_legacy_lines_are_counted(sessions_dir):
 
 
 def test_unreadable_stores_are_read_errors(sessions_dir, monkeypatch, isolated_env):
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     db = sessions_dir / "sessions.db"
     [unit] = [u for u in goose.discover(db) if u.session_id == "20260528_2"]
-    writer = sqlite3.connect(db)
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             goose.parse(unit)
-    finally:
-        writer.rollback()
-        writer.close()
     corrupt = isolated_env / "bad" / "sessions.db"
     corrupt.parent.mkdir()
     corrupt.write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)

@@ -10,7 +10,7 @@ import pytest
 from funes.errors import TraceReadError
 from funes.agents.hermes import parser as hermes
 from funes.traces import sqlite as sqlite_store
-from trace_helpers import assert_well_formed, build_hermes_db, hermes_builder, shape
+from trace_helpers import assert_well_formed, build_hermes_db, hermes_builder, shape, locked_by_a_writer
 
 BUILDER = hermes_builder()
 
@@ -173,20 +173,12 @@ def test_transient_errors_are_retried(current_db, monkeypatch):
 
 
 def test_locked_database_is_a_read_error(current_db, monkeypatch):
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     [unit] = [u for u in hermes.discover(current_db) if u.session_id == "s_main"]
-    writer = sqlite3.connect(current_db)
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(current_db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             hermes.parse(unit)
         with pytest.raises(TraceReadError, match="locked"):
             list(hermes.discover(current_db))
-    finally:
-        writer.rollback()
-        writer.close()
 
 
 @pytest.mark.parametrize("content", [b"", b"SQLite format 3\x00" + b"\x07" * 5000, b"not a database at all" * 100])

@@ -15,9 +15,8 @@ import pytest
 from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.kiro import parser as kiro
-from funes.traces import sqlite as sqlite_access
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn
+from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn, locked_by_a_writer
 
 SESSIONS = FIXTURES / "agents" / "kiro_cli" / "sessions" / "cli"
 SID = "3c2b1a00-7777-4888-9999-aaaabbbbcccc"
@@ -169,20 +168,12 @@ def test_the_database_is_read_only_and_a_lock_is_a_read_error(db, monkeypatch):
     before = db.read_bytes()
     conversations(db)
     assert db.read_bytes() == before and not db.with_name(db.name + "-wal").exists()
-    monkeypatch.setattr(sqlite_access, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_access, "RETRY_BACKOFF_S", 0.001)
     [unit] = [u for u in kiro.discover(db) if u.session_id == "conv-main"]
-    writer = sqlite3.connect(db)
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             kiro.parse(unit)
         with pytest.raises(TraceReadError, match="locked"):
             list(kiro.discover(db))
-    finally:
-        writer.rollback()
-        writer.close()
 
 
 @pytest.mark.parametrize("content", [b"SQLite format 3\x00" + b"\x07" * 5000, b"not a database" * 100])

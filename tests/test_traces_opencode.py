@@ -12,9 +12,8 @@ import pytest
 from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.opencode import parser as opencode
-from funes.traces import sqlite as sqlite_store
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, turn
+from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, turn, locked_by_a_writer
 
 STORAGE = AGENT_FIXTURES / "opencode" / "storage"
 
@@ -230,18 +229,10 @@ def test_a_vanished_legacy_session_or_a_corrupt_database_is_a_read_error(isolate
 
 
 def test_a_locked_database_is_a_read_error(data_dir, monkeypatch):
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
-    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
     [unit] = [u for u in opencode.discover(data_dir) if u.session_id == "ses_1child"]
-    writer = sqlite3.connect(data_dir / "opencode.db")
-    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
-    writer.execute("BEGIN EXCLUSIVE")
-    try:
+    with locked_by_a_writer(data_dir / "opencode.db", monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             opencode.parse(unit)
-    finally:
-        writer.rollback()
-        writer.close()
 
 
 def test_the_database_is_opened_read_only(data_dir):

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+
+import pytest
+
+from funes.traces import sqlite as sqlite_store
 
 from funes.traces.model import Session, SourceUnit, Turn
 
@@ -81,3 +88,19 @@ def build_hermes_db(path: Path, legacy: bool = False) -> Path:
     """A Hermes state.db at ``path`` (folders created) from make_hermes_db.py."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return hermes_builder().build(path, legacy=legacy)
+
+
+@contextmanager
+def locked_by_a_writer(db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``db`` held by another process's exclusive transaction (as an agent mid-write
+    holds it), with funes's busy timeout and retries cut to milliseconds."""
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.01)
+    monkeypatch.setattr(sqlite_store, "RETRY_BACKOFF_S", 0.001)
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        writer.rollback()
+        writer.close()
