@@ -29,9 +29,7 @@ def push_command(
     report = push(remote, location=location_for(memory), assume_yes=yes,
                   confirm=lambda question: confirm(question, default=False, assume_yes=False),
                   purge_history=purge_history)
-    for warning in report.warnings():
-        note(f"warning: {warning}")
-    note(report.summary())
+    show_push_report(report)
     if as_json:
         print_json({
             "remote": report.remote, "commit": report.commit, "created": report.created, "private": report.private,
@@ -39,5 +37,13 @@ def push_command(
             "held_back": report.held_back, "findings": dict(report.gate.findings),
             "awaiting_vectors": report.gate.awaiting_vectors, "pending_review": report.pending_review,
             "card": report.card, "attempts": report.attempts, "retracted": report.retracted,
-            "retracted_sessions": report.retracted_sessions, "history_purged": report.history_purged,
+            "retracted_sessions": report.retracted_sessions,
+            "scrub_retracted": report.scrub_retracted, "history_purged": report.history_purged,
         })
+
+
+def show_push_report(report) -> None:
+    """The push's warnings and summary, on stderr."""
+    for warning in report.warnings():
+        note(f"warning: {warning}")
+    note(report.summary())

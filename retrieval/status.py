@@ -72,4 +72,19 @@ def render_status(status: dict[str, Any]) -> str:
                   f"{remote['unpushed_chunks']} chunks in {remote['unpushed_sessions']} session(s) not pushed")
         lines.append(f"push        {remote['remote']}: {behind} (last push {remote['pushed_at']},"
                      f" commit {remote['commit'][:12]})")
+        if remote["holds_removed"]:
+            lines.append(f"  removed   {_left_on_remote(remote)} (from this host's receipts, no request)")
     return "\n".join(lines)
+
+
+def _left_on_remote(remote: dict[str, Any]) -> str:
+    """What a remote still holds that was forgotten or scrubbed here, and the push that removes it."""
+    name = remote["remote"]
+    parts = []
+    held = [f"{count} {what}" for what, count in (("forgotten session(s)", remote["forgotten_sessions"]),
+                                                 ("scrubbed chunk(s)", remote["scrubbed_chunks"])) if count]
+    if held:
+        parts.append(f"its head still holds {' and '.join(held)}: `funes push {name}` removes them")
+    if not remote["history_purged"]:
+        parts.append(f"its history holds removed text: `funes push {name} --purge-history` squashes it")
+    return "; ".join(parts)

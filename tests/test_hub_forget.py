@@ -14,6 +14,7 @@ from hub_helpers import (
     env_with,
     everything_published,
     funes,
+    head_text,
     index_into_local_memory,
     readable_text,
     remote_ids,
@@ -30,16 +31,6 @@ FORGOTTEN_TEXT = "The staging bucket is called marmalade-osprey-4471 and is rota
 @pytest.fixture
 def repo_id(request):
     return "test-user/" + request.node.name
-
-
-def head_text(hub_server, repo_id: str) -> str:
-    """Every file at the head commit of main, as text (Lance columns decoded)."""
-    git_dir = hub_server.git_dir(repo_id, "dataset")
-    listing = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "main"], capture_output=True,
-                             text=True, check=True).stdout
-    blobs = [subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", line.split()[2]],
-                            capture_output=True, check=True).stdout for line in listing.splitlines()]
-    return readable_text(blobs)
 
 
 def recall_from_elsewhere(hub_server, repo_id: str, home) -> list[dict]:
