@@ -22,7 +22,8 @@ def push_command(
 
     New repos are private. Blocks with secrets are held back (`funes scrub` repairs them);
     exit 2 when that leaves nothing to publish. Sessions `funes forget` removed here are
-    removed from the remote's head too; --purge-history squashes its history as well."""
+    removed from the remote's head too, and chunks `funes scrub` changed are replaced by
+    their redacted versions; --purge-history squashes its history as well."""
     from funes.hub.push import push
     from funes.memory.location import location_for
 

@@ -2,7 +2,6 @@
 the loopback Hub, read back by another home's recall and from the repo's git objects."""
 
 import json
-import subprocess
 import tempfile
 
 import pytest
@@ -42,6 +41,15 @@ def recall_from_elsewhere(hub_server, repo_id: str, home) -> list[dict]:
     return json.loads(result.stdout)
 
 
+def left_on_remote() -> tuple[int, int, bool, bool]:
+    """`funes status --json` of the one remote: forgotten sessions and scrubbed chunks its
+    head holds, whether its history was purged, and whether it holds anything removed."""
+    result = funes("status", "--json")
+    assert result.returncode == 0, result.stderr
+    [remote] = json.loads(result.stdout)["remotes"]
+    return remote["forgotten_sessions"], remote["scrubbed_chunks"], remote["history_purged"], remote["holds_removed"]
+
+
 def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(isolated_env, hub_server, repo_id):
     kept = write_claude_session(isolated_env / "t" / f"{KEPT}.jsonl", KEPT,
                                 ["How do we deploy?", "With the release script, after the tests pass."])
@@ -56,6 +64,7 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
 
     forgot = funes("forget", "--session", FORGOTTEN, "--yes")
     assert forgot.returncode == 0, forgot.stderr
+    assert left_on_remote() == (1, 0, True, True)  # from the receipt: its head still holds the session
     pushed = funes("push", repo_id, "--json")
     assert pushed.returncode == 0, pushed.stderr
     report = json.loads(pushed.stdout)
@@ -65,6 +74,7 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
 
     after = commits(hub_server, repo_id)
     assert after[1:] == before  # one guarded commit on top
+    assert left_on_remote() == (0, 0, False, True)  # its history still does
     assert len(remote_ids(hub_server, repo_id)) == len(held) - 2
     changes = changed_files(hub_server, repo_id, after[0])
     assert "D" in changes.values(), "the data file that held the session leaves the head"
@@ -92,4 +102,5 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
     assert len(commits(hub_server, repo_id)) == 1
     assert FORGOTTEN_TEXT not in everything_published(hub_server, repo_id)
     assert "With the release script" in everything_published(hub_server, repo_id)
+    assert left_on_remote() == (0, 0, True, False)
     assert not any(FORGOTTEN_TEXT in hit["text"] for hit in recall_from_elsewhere(hub_server, repo_id, elsewhere))

@@ -76,8 +76,8 @@ def reader_vocabulary(hub_server, repo_id: str, sha: str) -> set[str]:
     return {word for path in folder.rglob("vocab.json") for word in json.loads(path.read_text())}
 
 
-def remote_status(env=None) -> dict:
-    result = funes("status", "--json", env=env)
+def remote_status(*flags: str) -> dict:
+    result = funes("status", "--json", *flags)
     assert result.returncode == 0, result.stderr
     [remote] = json.loads(result.stdout)["remotes"]
     return remote
@@ -100,9 +100,14 @@ def test_scrub_then_push_replaces_a_pushed_secret_on_the_remote_and_for_its_read
     assert (f"warning: hf://datasets/{repo_id} received {replaced} of the scrubbed chunks" in scrubbed.stderr
             and f"`funes push hf://datasets/{repo_id}` replaces them there; revoke those secrets" in scrubbed.stderr)
     assert commits(hub_server, repo_id) == before  # piped, nobody was asked: nothing pushed
+    hub_server.reset_counts()
     status = remote_status()
+    assert hub_server.request_count == 0  # the receipt answers
     assert (status["scrubbed_chunks"], status["forgotten_sessions"], status["history_purged"],
             status["holds_removed"], status["checked"]) == (replaced, 0, True, True, "receipts")
+    asked = remote_status("--check-remotes")
+    assert hub_server.request_count > 0
+    assert (asked["scrubbed_chunks"], asked["holds_removed"], asked["checked"]) == (replaced, True, "hub")
     text = funes("status").stdout
     assert f"  removed   its head still holds {replaced} scrubbed chunk(s): `funes push hf://datasets/{repo_id}`" in text
 
@@ -124,6 +129,8 @@ def test_scrub_then_push_replaces_a_pushed_secret_on_the_remote_and_for_its_read
     assert f"| chunks | {len(local_ids(leaked))} |" in card
     status = remote_status()
     assert (status["scrubbed_chunks"], status["history_purged"], status["holds_removed"]) == (0, False, True)
+    asked = remote_status("--check-remotes")
+    assert (asked["scrubbed_chunks"], asked["history_purged"], asked["checked"]) == (0, False, "hub")
     assert "its history holds removed text: `funes push" in funes("status").stdout
 
     # An empty cache, then the reader that had cached the old commit: neither returns a

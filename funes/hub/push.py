@@ -49,7 +49,7 @@ from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSe
 from funes.hub.gate import GateResult, gate, rows_by_id
 from funes.hub.reader import pin_head
 from funes.hub.receipts import Receipt, Removals, receipt_path
-from funes.hub.repo import CARD_PATH, TABLE_DIR, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
+from funes.hub.repo import CARD_PATH, TABLE_DIR, URI_PREFIX, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
 from funes.hub.snapshot import VERSION_HINT, VERSIONS_DIR, Snapshot, fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
 from funes.memory.store import Memory
@@ -163,6 +163,24 @@ def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: boo
             report.history_purged = True
             publication.record_squash(publication.repo.require_state().sha)
         return report
+
+
+def check_remote(receipt: Receipt, location: MemoryLocation) -> dict[str, Any]:
+    """What ``receipt``'s remote holds now of what was forgotten or scrubbed in the memory
+    at ``location``, asked of the Hub (its head's table, fetched into the HF cache, and its
+    commit count) instead of read from the receipt; the keys of
+    :meth:`~funes.hub.receipts.Removals.left_on`.  Its history counts as purged when it
+    is one commit, or when no push from here removed anything since the last squash."""
+    remote = HubRemote(receipt.remote.removeprefix(URI_PREFIX), receipt.endpoint)
+    publication = _Publication(remote, location, Memory.open(location))
+    state = publication.repo.state()
+    table = _RemoteTable.read(publication.repo, state)
+    forgotten = publication._retractable(table)
+    scrubbed = publication._scrub_outdated(table) - forgotten.keys()
+    history_purged = state is None or publication.repo.commit_count() == 1 or not receipt.history_holds_removed
+    return {"forgotten_sessions": len(set(forgotten.values())), "scrubbed_chunks": len(scrubbed),
+            "history_purged": history_purged, "holds_removed": bool(forgotten or scrubbed or not history_purged),
+            "checked": "hub"}
 
 
 @contextmanager
@@ -388,7 +406,7 @@ class _Publication:
             dataset = lance.dataset(uri)
             dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
         dataset = lance.dataset(uri)
-        if any(fragment.metadata.deletion_file is not None for fragment in dataset.get_fragments()):
+        if retract and any(fragment.metadata.deletion_file is not None for fragment in dataset.get_fragments()):
             dataset.optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0,
                                            target_rows_per_fragment=1 << 30)
         if project and PROJECT_KEY not in remote_table.memory.metadata:

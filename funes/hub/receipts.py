@@ -125,10 +125,11 @@ def _read(path: Path) -> Receipt | None:
         return None
 
 
-def push_backlog(memory: Memory) -> list[dict[str, Any]]:
+def push_backlog(memory: Memory, *, check_remotes: bool = False) -> list[dict[str, Any]]:
     """Per remote this memory was pushed to from here: the local chunks and sessions it
     does not hold yet (for a project memory, among that repository's sessions), and what
-    it still holds that was forgotten or scrubbed here (:meth:`Removals.left_on`)."""
+    it still holds that was forgotten or scrubbed here (:meth:`Removals.left_on`; asked of
+    the Hub instead with ``check_remotes``, :func:`funes.hub.push.check_remote`)."""
     from funes.hub.curation import SESSION_COLUMNS, Curation, ProjectSessions
 
     receipts = receipts_for(memory.location)
@@ -149,5 +150,11 @@ def push_backlog(memory: Memory) -> list[dict[str, Any]]:
                         "commit": receipt.commit, "pushed_at": receipt.pushed_at,
                         "unpushed_chunks": len(missing),
                         "unpushed_sessions": len({session_of[chunk] for chunk in missing}),
-                        **removals.left_on(receipt)})
+                        **(_asked(receipt, memory) if check_remotes else removals.left_on(receipt))})
     return backlog
+
+
+def _asked(receipt: Receipt, memory: Memory) -> dict[str, Any]:
+    from funes.hub.push import check_remote
+
+    return check_remote(receipt, memory.location)
