@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from funes.cli.common import confirm, note, print_json
 from funes.cli.main import app
+
+if TYPE_CHECKING:
+    from funes.hub.push import PushReport
 
 
 @app.command("push")
@@ -43,7 +48,7 @@ def push_command(
         })
 
 
-def show_push_report(report) -> None:
+def show_push_report(report: PushReport) -> None:
     """The push's warnings and summary, on stderr."""
     for warning in report.warnings():
         note(f"warning: {warning}")

@@ -3,10 +3,16 @@ and retract them from the remotes they already reached."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from funes.cli.common import confirm, interactive, note
 from funes.cli.main import app
+
+if TYPE_CHECKING:
+    from funes.hub.receipts import Receipt
+    from funes.memory.location import MemoryLocation
 
 
 @app.command("scrub")
@@ -40,12 +46,12 @@ def scrub_command(
         if not exposed:
             continue
         note(f"warning: {receipt.remote} received {exposed} of the scrubbed chunks (last push from here"
-             f" {receipt.pushed_at}): `funes push {receipt.remote}` replaces them there; revoke those secrets,"
-             " since copies already downloaded cannot be recalled")
+             f" {receipt.pushed_at}): `funes push {receipt.remote}` replaces them there (with --purge-history, in"
+             " its history too); revoke those secrets, since copies already downloaded cannot be recalled")
         _offer_push(receipt, location, assume_yes=push, purge_history=purge_history)
 
 
-def _offer_push(receipt, location, *, assume_yes: bool, purge_history: bool) -> None:
+def _offer_push(receipt: Receipt, location: MemoryLocation, *, assume_yes: bool, purge_history: bool) -> None:
     """Push the scrubbed memory to ``receipt``'s remote when asked to, or when the user
     at the terminal says so (and ask about its history too)."""
     from funes.hub.push import push

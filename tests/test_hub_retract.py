@@ -98,7 +98,8 @@ def test_scrub_then_push_replaces_a_pushed_secret_on_the_remote_and_for_its_read
     replaced, written = map(int, re.search(r"; (\d+) chunks replaced by (\d+);", scrubbed.stderr).groups())
     assert replaced >= len(SECRETS)
     assert (f"warning: hf://datasets/{repo_id} received {replaced} of the scrubbed chunks" in scrubbed.stderr
-            and f"`funes push hf://datasets/{repo_id}` replaces them there; revoke those secrets" in scrubbed.stderr)
+            and f"`funes push hf://datasets/{repo_id}` replaces them there (with --purge-history, in its history"
+                " too); revoke those secrets, since copies already downloaded cannot be recalled" in scrubbed.stderr)
     assert commits(hub_server, repo_id) == before  # piped, nobody was asked: nothing pushed
     hub_server.reset_counts()
     status = remote_status()
