@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from funes.cli.common import confirm, note, print_json
 from funes.cli.main import app
+
+if TYPE_CHECKING:
+    from funes.hub.push import PushReport
 
 
 @app.command("push")
@@ -22,16 +27,15 @@ def push_command(
 
     New repos are private. Blocks with secrets are held back (`funes scrub` repairs them);
     exit 2 when that leaves nothing to publish. Sessions `funes forget` removed here are
-    removed from the remote's head too; --purge-history squashes its history as well."""
+    removed from the remote's head too, and chunks `funes scrub` changed are replaced by
+    their redacted versions; --purge-history squashes its history as well."""
     from funes.hub.push import push
     from funes.memory.location import location_for
 
     report = push(remote, location=location_for(memory), assume_yes=yes,
                   confirm=lambda question: confirm(question, default=False, assume_yes=False),
                   purge_history=purge_history)
-    for warning in report.warnings():
-        note(f"warning: {warning}")
-    note(report.summary())
+    show_push_report(report)
     if as_json:
         print_json({
             "remote": report.remote, "commit": report.commit, "created": report.created, "private": report.private,
@@ -39,5 +43,13 @@ def push_command(
             "held_back": report.held_back, "findings": dict(report.gate.findings),
             "awaiting_vectors": report.gate.awaiting_vectors, "pending_review": report.pending_review,
             "card": report.card, "attempts": report.attempts, "retracted": report.retracted,
-            "retracted_sessions": report.retracted_sessions, "history_purged": report.history_purged,
+            "retracted_sessions": report.retracted_sessions,
+            "scrub_retracted": report.scrub_retracted, "history_purged": report.history_purged,
         })
+
+
+def show_push_report(report: PushReport) -> None:
+    """The push's warnings and summary, on stderr."""
+    for warning in report.warnings():
+        note(f"warning: {warning}")
+    note(report.summary())

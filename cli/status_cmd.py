@@ -12,12 +12,15 @@ from funes.cli.main import app
 def status_command(
     memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    check_remotes: bool = typer.Option(False, "--check-remotes",
+                                       help="Ask each remote pushed to what it still holds of what was forgotten or"
+                                            " scrubbed here (downloads its head's table); by default the push receipts answer."),
 ) -> None:
     """Memory location, counts per agent, last indexed, vector backlog, models; every agent found here."""
     from funes.agents.presence import on_this_machine
     from funes.retrieval.status import memory_status, render_status
 
-    status = memory_status(memory)
+    status = memory_status(memory, check_remotes=check_remotes)
     indexed = status["harnesses"]
     status["agents"] = [found.to_json(indexed.get(found.agent.harness, {}).get("sessions", 0))
                         for found in on_this_machine()]

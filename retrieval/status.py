@@ -9,7 +9,9 @@ from funes.retrieval.access import open_memory
 TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
 
 
-def memory_status(spec: str | None) -> dict[str, Any]:
+def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str, Any]:
+    """``check_remotes``: ask each remote's Hub what it still holds of what was forgotten
+    or scrubbed here, instead of answering from this host's push receipts."""
     memory = open_memory(spec)
     stats = memory.stats()
     identity = memory.identity
@@ -36,8 +38,9 @@ def memory_status(spec: str | None) -> dict[str, Any]:
         "lexical_segments": len(lexical.segments),
         # What cannot be read (null when nothing): counts above are of what can be.
         "damage": damage.as_json() if damage else None,
-        # What this host has not pushed to each remote, from its push receipts (no request).
-        "remotes": push_backlog(memory),
+        # What this host has not pushed to each remote, from its push receipts (no request),
+        # and what each still holds that was removed here (from the receipts, or asked).
+        "remotes": push_backlog(memory, check_remotes=check_remotes),
     }
 
 
@@ -72,4 +75,20 @@ def render_status(status: dict[str, Any]) -> str:
                   f"{remote['unpushed_chunks']} chunks in {remote['unpushed_sessions']} session(s) not pushed")
         lines.append(f"push        {remote['remote']}: {behind} (last push {remote['pushed_at']},"
                      f" commit {remote['commit'][:12]})")
+        if remote["holds_removed"]:
+            source = "asked of the Hub" if remote["checked"] == "hub" else "from this host's receipts, no request"
+            lines.append(f"  removed   {_left_on_remote(remote)} ({source})")
     return "\n".join(lines)
+
+
+def _left_on_remote(remote: dict[str, Any]) -> str:
+    """What a remote still holds that was forgotten or scrubbed here, and the push that removes it."""
+    name = remote["remote"]
+    parts = []
+    held = [f"{count} {what}" for what, count in (("forgotten session(s)", remote["forgotten_sessions"]),
+                                                 ("scrubbed chunk(s)", remote["scrubbed_chunks"])) if count]
+    if held:
+        parts.append(f"its head still holds {' and '.join(held)}: `funes push {name}` removes them")
+    if not remote["history_purged"]:
+        parts.append(f"its history holds removed text: `funes push {name} --purge-history` squashes it")
+    return "; ".join(parts)

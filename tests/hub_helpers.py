@@ -133,6 +133,15 @@ def remote_ids(hub_server, repo_id: str) -> set[str]:
         return set(table.column("id").to_pylist())
 
 
+def head_text(hub_server, repo_id: str) -> str:
+    """Every file at the head commit of main, as text (see :func:`readable_text`)."""
+    listing = git(hub_server, repo_id, "ls-tree", "-r", "main")
+    git_dir = hub_server.git_dir(repo_id, "dataset")
+    blobs = [subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", line.split()[2]],
+                            capture_output=True, check=True).stdout for line in listing.splitlines()]
+    return readable_text(blobs)
+
+
 def everything_published(hub_server, repo_id: str) -> str:
     """Every blob the repo ever received, as text (see :func:`readable_text`)."""
     git_dir = hub_server.git_dir(repo_id, "dataset")
@@ -195,6 +204,21 @@ def unredacted_indexing() -> Iterator[None]:
         yield
     finally:
         chunking.redact_many = redact_many
+
+
+@contextmanager
+def unscanned_egress() -> Iterator[None]:
+    """Push as if the egress gate's rules had missed everything (a secret no rule knew
+    when it was published)."""
+    from funes.hub import gate
+    from funes.redaction import EgressReport
+
+    scan = gate.scan_for_egress
+    gate.scan_for_egress = lambda texts: EgressReport(len(list(texts)), {}, {})
+    try:
+        yield
+    finally:
+        gate.scan_for_egress = scan
 
 
 def assert_no_secret_published(hub_server, repo_id: str, secrets: Sequence) -> None:

@@ -55,6 +55,42 @@ def test_documented_exit_codes_match_the_error_classes():
     assert raised <= documented
 
 
+def test_status_json_remotes_have_the_documented_keys(memory_home, hub_env, capsys):
+    """Each `remotes` object of `status --json` holds exactly the keys the contract names,
+    and a forget shows in it before the push that removes it from the remote."""
+    from funes.hub.push import push
+    from hub_helpers import run_cli
+
+    section = CONTRACT.read_text(encoding="utf-8").split("## `funes status --json`", 1)[1].split("\n## ", 1)[0]
+    keys = section.split("`remotes` holds", 1)[1].split(" with the keys ", 1)[1].split(". ", 1)[0]
+    documented = re.findall(r"`(\w+)`", keys)
+    push("test-user/contract-status", assume_yes=True)
+    assert run_cli("sessions", "--json") == 0
+    session = json.loads(capsys.readouterr().out)[0]["session_id"]
+    assert run_cli("forget", "--session", session, "--yes") == 0
+    capsys.readouterr()
+    assert run_cli("status", "--json") == 0
+    [remote] = json.loads(capsys.readouterr().out)["remotes"]
+    assert set(remote) == set(documented)
+    assert (remote["forgotten_sessions"], remote["scrubbed_chunks"], remote["history_purged"], remote["holds_removed"],
+            remote["checked"]) == (1, 0, True, True, "receipts")
+    # The MCP `status` tool's text says it too, from the same receipts.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def mcp_status() -> str:
+        server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=dict(os.environ))
+        # The server's stderr to a real file: capsys's stand-in has no descriptor.
+        async with stdio_client(server, errlog=sys.__stderr__) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("status", {})
+            return "\n".join(part.text for part in result.content if part.type == "text")
+
+    text = anyio.run(mcp_status)
+    assert ("  removed   its head still holds 1 forgotten session(s): `funes push hf://datasets/test-user/contract-status`"
+            " removes them (from this host's receipts, no request)") in text
+
+
 # --------------------------------------------------------------------------- hostile text
 
 # Text an attacker (or an unlucky paste) puts in a transcript: lines shaped like every

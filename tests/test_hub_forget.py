@@ -2,7 +2,6 @@
 the loopback Hub, read back by another home's recall and from the repo's git objects."""
 
 import json
-import subprocess
 import tempfile
 
 import pytest
@@ -14,6 +13,7 @@ from hub_helpers import (
     env_with,
     everything_published,
     funes,
+    head_text,
     index_into_local_memory,
     readable_text,
     remote_ids,
@@ -32,16 +32,6 @@ def repo_id(request):
     return "test-user/" + request.node.name
 
 
-def head_text(hub_server, repo_id: str) -> str:
-    """Every file at the head commit of main, as text (Lance columns decoded)."""
-    git_dir = hub_server.git_dir(repo_id, "dataset")
-    listing = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "main"], capture_output=True,
-                             text=True, check=True).stdout
-    blobs = [subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", line.split()[2]],
-                            capture_output=True, check=True).stdout for line in listing.splitlines()]
-    return readable_text(blobs)
-
-
 def recall_from_elsewhere(hub_server, repo_id: str, home) -> list[dict]:
     """`funes recall --memory <repo>` from another machine's home (its own cache)."""
     env = env_with(HOME=str(home), FUNES_HOME=str(home / ".funes"), FUNES_HUB_HEAD_TTL="0")
@@ -49,6 +39,15 @@ def recall_from_elsewhere(hub_server, repo_id: str, home) -> list[dict]:
                    "--no-rerank", env=env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def left_on_remote() -> tuple[int, int, bool, bool]:
+    """`funes status --json` of the one remote: forgotten sessions and scrubbed chunks its
+    head holds, whether its history was purged, and whether it holds anything removed."""
+    result = funes("status", "--json")
+    assert result.returncode == 0, result.stderr
+    [remote] = json.loads(result.stdout)["remotes"]
+    return remote["forgotten_sessions"], remote["scrubbed_chunks"], remote["history_purged"], remote["holds_removed"]
 
 
 def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(isolated_env, hub_server, repo_id):
@@ -65,6 +64,7 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
 
     forgot = funes("forget", "--session", FORGOTTEN, "--yes")
     assert forgot.returncode == 0, forgot.stderr
+    assert left_on_remote() == (1, 0, True, True)  # from the receipt: its head still holds the session
     pushed = funes("push", repo_id, "--json")
     assert pushed.returncode == 0, pushed.stderr
     report = json.loads(pushed.stdout)
@@ -74,6 +74,7 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
 
     after = commits(hub_server, repo_id)
     assert after[1:] == before  # one guarded commit on top
+    assert left_on_remote() == (0, 0, False, True)  # its history still does
     assert len(remote_ids(hub_server, repo_id)) == len(held) - 2
     changes = changed_files(hub_server, repo_id, after[0])
     assert "D" in changes.values(), "the data file that held the session leaves the head"
@@ -101,4 +102,5 @@ def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(i
     assert len(commits(hub_server, repo_id)) == 1
     assert FORGOTTEN_TEXT not in everything_published(hub_server, repo_id)
     assert "With the release script" in everything_published(hub_server, repo_id)
+    assert left_on_remote() == (0, 0, True, False)
     assert not any(FORGOTTEN_TEXT in hit["text"] for hit in recall_from_elsewhere(hub_server, repo_id, elsewhere))

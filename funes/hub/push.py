@@ -15,6 +15,10 @@ coverage are removed from the remote's current commit by the next push (the rows
 deleted, the fragments that held them rewritten without them, and the old data files
 deleted in the same commit, so no file of the new head holds their text);
 ``purge_history`` then squashes the repo's history so no commit holds them either.
+Scrubbing reaches it the same way: the chunks `funes scrub` replaced or dropped (recorded
+in coverage) whose text on the remote differs from the local one are deleted from the
+remote in that same commit, and their redacted versions, when the scrub kept any, ship in
+their place.
 
 What ships: chunks whose whole block is embedded (the rest waits for its vectors) and
 passes the egress gate (:mod:`funes.hub.gate`); for a project memory, only the sessions
@@ -32,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -44,8 +48,8 @@ from funes.hub.card import CardStats, is_funes_card, render_card
 from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions, curation_path
 from funes.hub.gate import GateResult, gate, rows_by_id
 from funes.hub.reader import pin_head
-from funes.hub.receipts import Receipt, receipt_path
-from funes.hub.repo import CARD_PATH, TABLE_DIR, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
+from funes.hub.receipts import Receipt, Removals, receipt_path
+from funes.hub.repo import CARD_PATH, TABLE_DIR, URI_PREFIX, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
 from funes.hub.snapshot import VERSION_HINT, VERSIONS_DIR, Snapshot, fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
 from funes.memory.store import Memory
@@ -88,6 +92,7 @@ class PushReport:
     attempts: int = 0
     retracted: int = 0  # chunks of forgotten sessions removed from the remote by this push
     retracted_sessions: int = 0
+    scrub_retracted: int = 0  # remote chunks holding text `funes scrub` replaced or dropped, removed by this push
     history_purged: bool = False  # the remote's history was squashed to its new head
 
     @property
@@ -103,6 +108,8 @@ class PushReport:
                     f" in commit {self.commit[:12]}")
             if self.retracted:
                 line += f"; removed {self.retracted} chunks of {self.retracted_sessions} forgotten session(s)"
+            if self.scrub_retracted:
+                line += f"; retracted {self.scrub_retracted} scrubbed chunk(s)"
             if self.created:
                 line += ", new repo"
         if self.gate.awaiting_vectors:
@@ -115,9 +122,13 @@ class PushReport:
         notes = []
         if self.held_back:
             notes.append(f"held back {self.gate.describe_held()}; run `funes scrub`, then push again")
-        if self.retracted and not self.history_purged:
-            notes.append("the repo's earlier commits still hold the forgotten sessions: push again with "
+        removed = " and ".join(what for what, count in (("the forgotten sessions", self.retracted),
+                                                        ("the scrubbed secrets", self.scrub_retracted)) if count)
+        if removed and not self.history_purged:
+            notes.append(f"the repo's earlier commits still hold {removed}: push again with "
                          "--purge-history to squash its history")
+        if self.scrub_retracted:
+            notes.append("revoke the scrubbed secrets: anyone who read the repo before this push may hold them")
         if self.history_purged:
             notes.append("copies already downloaded from the repo (clones, other machines' caches) cannot be "
                          "recalled: forgetting reaches only the Hub")
@@ -150,8 +161,26 @@ def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: boo
         if purge_history and (report.commit is not None or publication.repo.state() is not None):
             publication.repo.squash_history(f"funes push --purge-history: history squashed to {report.commit or 'head'}")
             report.history_purged = True
-            pin_head(hub_remote, publication.repo.require_state().sha)
+            publication.record_squash(publication.repo.require_state().sha)
         return report
+
+
+def check_remote(receipt: Receipt, location: MemoryLocation) -> dict[str, Any]:
+    """What ``receipt``'s remote holds now of what was forgotten or scrubbed in the memory
+    at ``location``, asked of the Hub (its head's table, fetched into the HF cache, and its
+    commit count) instead of read from the receipt; the keys of
+    :meth:`~funes.hub.receipts.Removals.left_on`.  Its history counts as purged when it
+    is one commit, or when no push from here removed anything since the last squash."""
+    remote = HubRemote(receipt.remote.removeprefix(URI_PREFIX), receipt.endpoint)
+    publication = _Publication(remote, location, Memory.open(location))
+    state = publication.repo.state()
+    table = _RemoteTable.read(publication.repo, state)
+    forgotten = publication._retractable(table)
+    scrubbed = publication._scrub_outdated(table) - forgotten.keys()
+    history_purged = state is None or publication.repo.commit_count() == 1 or not receipt.history_holds_removed
+    return {"forgotten_sessions": len(set(forgotten.values())), "scrubbed_chunks": len(scrubbed),
+            "history_purged": history_purged, "holds_removed": bool(forgotten or scrubbed or not history_purged),
+            "checked": "hub"}
 
 
 @contextmanager
@@ -193,10 +222,16 @@ class _Publication:
         self.local = local
         self.repo = HubRepo(remote)
         self.curation = Curation.load(remote)
-        self.sessions = local.scan(SESSION_COLUMNS)
+        self.sessions = local.scan((*SESSION_COLUMNS, "harness"))
         self.local_ids = frozenset(self.sessions.column("id").to_pylist())
-        self.first_push = Receipt.load(location, remote) is None
-        self.forgotten = _forgotten_sessions(location)
+        self.receipt = Receipt.load(location, remote)
+        self.first_push = self.receipt is None
+        # Read before the records: whatever is forgotten or scrubbed after this moment
+        # is not in this push, and the receipt must not claim it is.
+        self.checked_at = time.time()
+        removals = Removals.of(location)
+        self.forgotten = frozenset(removals.forgotten)
+        self.scrubbed = frozenset(removals.scrubbed)
 
     def run(self, *, assume_yes: bool, confirm: Callable[[str], bool] | None, max_attempts: int) -> PushReport:
         confirmed = assume_yes
@@ -207,29 +242,32 @@ class _Publication:
             remote_ids = remote_table.ids if remote_table else frozenset()
             if remote_table is not None:
                 self._check_model(remote_table.memory)
-            candidates = self._eligible(remote_table, report) - remote_ids
+            retract = self._retractable(remote_table)
+            outdated = self._scrub_outdated(remote_table)
+            # A scrubbed chunk leaves the remote and its redacted version is a candidate.
+            candidates = self._eligible(remote_table, report) - (remote_ids - outdated)
             report.already_there = len(self.local_ids & remote_ids)
             if candidates and not confirmed:
                 self._guard(remote_ids, candidates, confirm)
                 confirmed = True
             report.gate = gate(self.local, candidates)
             publishable = report.gate.publishable
-            retract = self._retractable(remote_table)
-            if not publishable and not retract:
+            if not publishable and not retract and not outdated:
                 if report.gate.held_chunks:
                     raise NothingPublishable(f"{self.remote.uri}: nothing published, held back"
                                              f" {report.gate.describe_held()}; run `funes scrub`, then push again",
                                              report)
                 if state is not None:
-                    self._record(state.sha, remote_ids)
+                    self._record(state.sha, remote_ids, removed=False)
                 return report
             try:
-                self._publish(state, remote_table, publishable, report, retract)
+                self._publish(state, remote_table, publishable, report, retract, outdated)
             except HeadMoved:
                 # Another host pushed since we read the head: start again from the new one.
                 time.sleep(RETRY_BASE_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
                 continue
-            self._record(report.commit, (remote_ids - retract.keys()) | set(publishable))  # type: ignore[arg-type]
+            self._record(report.commit, (remote_ids - retract.keys() - outdated) | set(publishable),  # type: ignore[arg-type]
+                         removed=bool(retract or outdated))
             return report
         raise RemoteError(f"{self.remote.uri} kept moving during {max_attempts} attempts to push; try again")
 
@@ -268,6 +306,22 @@ class _Publication:
                                                                   ("id", "harness", "session_id")), strict=True)
                 if (key := session_key(harness or "", session)) in self.forgotten}
 
+    def _scrub_outdated(self, remote_table: _RemoteTable | None) -> frozenset[str]:
+        """The remote's chunks that `funes scrub` replaced or dropped here and that still
+        hold their old text there (a chunk already replaced reads the same on both sides)."""
+        if remote_table is None or not self.scrubbed:
+            return frozenset()
+        held = sorted(self.scrubbed & remote_table.ids)
+        if not held:
+            return frozenset()
+
+        def texts(memory: Memory) -> dict[str, str]:
+            rows = rows_by_id(memory, held, ("id", "text"))
+            return dict(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist(), strict=True))
+
+        theirs, ours = texts(remote_table.memory), texts(self.local)
+        return frozenset(chunk for chunk in held if ours.get(chunk) != theirs.get(chunk))
+
     def _guard(self, remote_ids: frozenset[str], candidates: set[str], confirm: Callable[[str], bool] | None) -> None:
         """A first push to a remote that shares nothing with this memory: ask."""
         if not self.first_push or self.local_ids & remote_ids:
@@ -280,22 +334,24 @@ class _Publication:
 
     # ------------------------------------------------------------------ the commit
     def _publish(self, state: RepoState | None, remote_table: _RemoteTable | None, publishable: list[str],
-                 report: PushReport, retract: dict[str, str]) -> None:
+                 report: PushReport, retract: dict[str, str], outdated: frozenset[str]) -> None:
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         rows = rows_by_id(self.local, publishable, self.local.dataset.schema.names)
         report.pushed = rows.num_rows
         report.sessions = len(set(zip(rows.column("harness").to_pylist(), rows.column("session_id").to_pylist())))
         report.retracted, report.retracted_sessions = len(retract), len(set(retract.values()))
+        report.scrub_retracted = len(outdated - retract.keys())
+        removed = sorted(retract.keys() | outdated)
         with tempfile.TemporaryDirectory(prefix="funes-push-") as scratch:
             staging = Path(scratch)
-            table = self._stage(staging, remote_table, rows, report.project, sorted(retract))
+            table = self._stage(staging, remote_table, rows, report.project, removed)
             known = set(remote_table.snapshot.files) if remote_table else set()
             written = sorted(path for path in _files_under(staging) if path not in known and not _mutable(path))
             operations: list[Any] = [CommitOperationAdd(path, str(staging / path)) for path in written]
-            if retract and state is not None:
+            if removed and state is not None:
                 # The files the new version no longer reads (the rewritten fragments' old data and
-                # deletion files) leave the head too: their bytes hold the forgotten text.
+                # deletion files) leave the head too: their bytes hold the removed text.
                 from funes.hub.snapshot import live_table_files
 
                 live = set(live_table_files(staging / TABLE_DIR, set(state.files) | set(written)))
@@ -315,11 +371,13 @@ class _Publication:
             message = f"funes push: {report.pushed} chunks from {report.sessions} session(s)"
             if retract:
                 message += f", {report.retracted} removed from {report.retracted_sessions} forgotten session(s)"
+            if report.scrub_retracted:
+                message += f", {report.scrub_retracted} scrubbed chunk(s) retracted"
             report.commit = self.repo.commit(operations, parent=state.sha, message=message)
 
     def _stage(self, staging: Path, remote_table: _RemoteTable | None, rows: pa.Table, project: str | None,
                retract: list[str] = ()) -> Any:
-        """The remote's table with ``rows`` appended and the ``retract`` ids removed, in
+        """The remote's table with the ``retract`` ids removed and ``rows`` appended, in
         ``staging``: its files linked from the HF cache (Lance only ever adds files), the
         new ones written by Lance.  Removed rows are compacted away, so the fragments
         that held them are rewritten without their bytes."""
@@ -338,19 +396,19 @@ class _Publication:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(os.path.realpath(remote_table.snapshot.root / path), target)
         dataset = lance.dataset(uri)
-        if rows.num_rows:
-            dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
+        # Delete before inserting: a scrubbed chunk's redacted version keeps its id.
         if retract:
             from funes.memory.store import sql_in
 
-            dataset = lance.dataset(uri)
             for start in range(0, len(retract), 500):
                 dataset.delete(sql_in("id", retract[start:start + 500]))
-            touched = [fragment.fragment_id for fragment in dataset.get_fragments()
-                       if fragment.metadata.deletion_file is not None]
-            if touched:
-                dataset.optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0,
-                                               target_rows_per_fragment=1 << 30)
+        if rows.num_rows:
+            dataset = lance.dataset(uri)
+            dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
+        dataset = lance.dataset(uri)
+        if retract and any(fragment.metadata.deletion_file is not None for fragment in dataset.get_fragments()):
+            dataset.optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0,
+                                           target_rows_per_fragment=1 << 30)
         if project and PROJECT_KEY not in remote_table.memory.metadata:
             lance.dataset(uri).update_schema_metadata({PROJECT_KEY: project})
         return lance.dataset(uri)
@@ -370,25 +428,28 @@ class _Publication:
         stats = CardStats.of(table.to_table(columns=["session_id", "harness", "ts"]), decode_metadata(table.schema))
         return render_card(self.remote, stats, _now())
 
-    def _record(self, commit: str, remote_ids: set[str] | frozenset[str]) -> None:
-        """Remember what the remote holds of this memory, and see the new head at once."""
-        Receipt(remote=self.remote.uri, endpoint=self.remote.endpoint, memory=self.location.uri, commit=commit,
-                pushed_at=_now(), ids=self.local_ids & frozenset(remote_ids)).save(self.location, self.remote)
+    def _record(self, commit: str, remote_ids: set[str] | frozenset[str], *, removed: bool) -> None:
+        """Remember what the remote holds of this memory, and see the new head at once.
+        ``removed``: this push deleted rows from the head, which its history still holds."""
+        held = self.local_ids & frozenset(remote_ids)
+        harness, session, ids = (self.sessions.column(name).to_pylist() for name in ("harness", "session_id", "id"))
+        from funes.traces.model import session_key
+
+        sessions = frozenset(session_key(h or "", s) for h, s, chunk in zip(harness, session, ids, strict=True)
+                             if chunk in held)
+        earlier = self.receipt.history_holds_removed if self.receipt is not None else False
+        self.receipt = Receipt(remote=self.remote.uri, endpoint=self.remote.endpoint, memory=self.location.uri,
+                               commit=commit, pushed_at=_now(), ids=held, sessions=sessions,
+                               checked_at=self.checked_at, history_holds_removed=removed or earlier)
+        self.receipt.save(self.location, self.remote)
         pin_head(self.remote, commit)
 
-
-def _forgotten_sessions(location: MemoryLocation) -> frozenset[str]:
-    """The session keys `funes forget` tombstoned in this memory (none when it never
-    kept coverage: a memory that was only read)."""
-    from funes.memory.coverage import Coverage
-
-    if not location.coverage_path.exists():
-        return frozenset()
-    coverage = Coverage(location.coverage_path)
-    try:
-        return frozenset(coverage.forgotten())
-    finally:
-        coverage.close()
+    def record_squash(self, commit: str) -> None:
+        """The history was squashed to ``commit``: no earlier commit holds anything."""
+        if self.receipt is not None:
+            self.receipt = replace(self.receipt, commit=commit, history_holds_removed=False)
+            self.receipt.save(self.location, self.remote)
+        pin_head(self.remote, commit)
 
 
 def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:

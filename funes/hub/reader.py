@@ -13,8 +13,11 @@ TTL.  With ``HF_HUB_OFFLINE=1`` the last head is used whatever its age, and when
 cannot be reached a pinned head is used with a warning rather than failing.
 
 The BM25 index is derived per commit, under ``<cache>/hub/<repo>/<sha>/bm25``: the first
-read of a commit starts from the previous commit's index (a remote only grows) and
-indexes the new rows; later reads load it as a local memory does.
+read of a commit starts from the index of an earlier commit it only added rows to (every
+data file that commit read is still read, and no rows were deleted) and indexes the new
+rows; after a push removed or replaced rows (forgotten sessions, scrubbed secrets) it is
+built again from the commit's table, so no word of the removed text stays findable.
+Later reads load it as a local memory does.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from funes.config import state_dir
 from funes.errors import MemoryIncompatibleError, RemoteError
-from funes.hub.repo import HubRemote, HubRepo, parse_remote
+from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, parse_remote
 from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
 from funes.memory.location import MemoryLocation
 
@@ -166,7 +169,7 @@ def _ensure_lexical(memory: Memory, remote: HubRemote) -> None:
         if index.table_version == memory.version:
             return
         if not index.segments:
-            seed = _latest_other_index(remote, folder.parent.name)
+            seed = _grown_from_index(remote, folder.parent.name)
             if seed is not None:
                 shutil.rmtree(folder, ignore_errors=True)
                 shutil.copytree(seed, folder)
@@ -178,9 +181,31 @@ def _ensure_lexical(memory: Memory, remote: HubRemote) -> None:
     _prune_derived(remote)
 
 
-def _latest_other_index(remote: HubRemote, sha: str) -> Path | None:
-    candidates = [path / "bm25" for path in _derived_commits(remote) if path.name != sha and (path / "bm25").is_dir()]
+def _grown_from_index(remote: HubRemote, sha: str) -> Path | None:
+    """The BM25 index of the newest other commit read here that ``sha`` only adds rows
+    to, or None: an index of rows since removed would still hold their words."""
+    files = _table_files(remote, sha)
+    if files is None:
+        return None
+    data, deletions = f"{TABLE_DIR}/data/", f"{TABLE_DIR}/_deletions/"
+    candidates = []
+    for path in _derived_commits(remote):
+        earlier = _table_files(remote, path.name) if path.name != sha and (path / "bm25").is_dir() else None
+        if earlier is None:
+            continue
+        kept_rows = all(name in files for name in earlier if name.startswith(data))
+        deleted_none = all(name in earlier for name in files if name.startswith(deletions))
+        if kept_rows and deleted_none:
+            candidates.append(path / "bm25")
     return max(candidates, key=lambda path: path.stat().st_mtime, default=None)
+
+
+def _table_files(remote: HubRemote, sha: str) -> frozenset[str] | None:
+    """The live table files of a commit read here (:mod:`funes.hub.snapshot` records them)."""
+    try:
+        return frozenset(json.loads((derived_dir(remote, sha) / "files.json").read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _derived_commits(remote: HubRemote) -> list[Path]:

@@ -1,10 +1,13 @@
 """Receipts: what this host knows a remote holds of its memory, as of its last push.
 
 After each push the ids of the local chunks the remote holds (pushed now or before, from
-here or elsewhere) are written to ``$FUNES_HOME/state/hub/<endpoint>/<org>/<repo>/
-receipts/<memory>.json``.  ``funes status`` compares the local memory with it to say what
-this host has not pushed yet, without asking the Hub; a missing receipt also marks a
-first push from this memory, which the wrong-memory guard watches.
+here or elsewhere) and the sessions they belong to are written to
+``$FUNES_HOME/state/hub/<endpoint>/<org>/<repo>/receipts/<memory>.json``, with when the
+push read this memory's tombstones and scrub records and whether an earlier commit of the
+repo still holds rows a push from here removed.  ``funes status`` compares the local
+memory with it to say what this host has not pushed yet, and what the remote still holds
+that was forgotten or scrubbed here, without asking the Hub; a missing receipt also marks
+a first push from this memory, which the wrong-memory guard watches.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +45,15 @@ class Receipt:
     commit: str  # the remote head after the push
     pushed_at: str  # ISO 8601, UTC
     ids: frozenset[str]  # local chunk ids the remote holds
+    # Session keys (<harness>--<session_id>) of those chunks; None in a receipt written
+    # before funes recorded them.
+    sessions: frozenset[str] | None = None
+    # When the push read the memory's tombstones and scrub records (Unix time): what was
+    # forgotten or scrubbed later is not reflected on the remote yet.
+    checked_at: float = 0.0
+    # A push from here removed rows from the head and the repo's history was not squashed
+    # since (by a push from here): earlier commits still hold them.
+    history_holds_removed: bool = False
 
     @classmethod
     def load(cls, location: MemoryLocation, remote: HubRemote) -> Receipt | None:
@@ -50,10 +63,44 @@ class Receipt:
         path = receipt_path(location, remote)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"remote": self.remote, "endpoint": self.endpoint, "memory": self.memory, "commit": self.commit,
-                "pushed_at": self.pushed_at, "ids": sorted(self.ids)}
+                "pushed_at": self.pushed_at, "ids": sorted(self.ids), "sessions": sorted(self.sessions or ()),
+                "checked_at": self.checked_at, "history_holds_removed": self.history_holds_removed}
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Removals:
+    """What was removed from a memory here: tombstoned session keys and scrubbed chunk
+    ids, each with when (Unix time).  Read from its coverage, never from a remote."""
+
+    forgotten: dict[str, float]
+    scrubbed: dict[str, float]
+
+    @classmethod
+    def of(cls, location: MemoryLocation) -> Removals:
+        from funes.memory.coverage import Coverage
+
+        if not location.coverage_path.exists():  # a memory that was only read keeps no coverage
+            return cls({}, {})
+        coverage = Coverage(location.coverage_path)
+        try:
+            return cls(coverage.forgotten_since(), coverage.scrubbed())
+        finally:
+            coverage.close()
+
+    def left_on(self, receipt: Receipt) -> dict[str, Any]:
+        """What the remote of ``receipt`` still holds of it, as far as this host knows."""
+        if receipt.sessions is not None:
+            forgotten = [key for key in self.forgotten if key in receipt.sessions]
+        else:
+            forgotten = [key for key, at in self.forgotten.items() if at > receipt.checked_at]
+        scrubbed = [chunk for chunk, at in self.scrubbed.items() if at > receipt.checked_at and chunk in receipt.ids]
+        return {"forgotten_sessions": len(forgotten), "scrubbed_chunks": len(scrubbed),
+                "history_purged": not receipt.history_holds_removed,
+                "holds_removed": bool(forgotten or scrubbed or receipt.history_holds_removed),
+                "checked": "receipts"}
 
 
 def receipts_for(location: MemoryLocation) -> list[Receipt]:
@@ -66,20 +113,29 @@ def receipts_for(location: MemoryLocation) -> list[Receipt]:
 def _read(path: Path) -> Receipt | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        sessions = data.get("sessions")
+        checked_at = data.get("checked_at")
+        if checked_at is None:  # an older receipt: the push's own time is close enough
+            checked_at = datetime.fromisoformat(data["pushed_at"].replace("Z", "+00:00")).timestamp()
         return Receipt(remote=data["remote"], endpoint=data["endpoint"], memory=data["memory"],
-                       commit=data["commit"], pushed_at=data["pushed_at"], ids=frozenset(data["ids"]))
-    except (OSError, ValueError, KeyError, TypeError):
+                       commit=data["commit"], pushed_at=data["pushed_at"], ids=frozenset(data["ids"]),
+                       sessions=None if sessions is None else frozenset(sessions), checked_at=float(checked_at),
+                       history_holds_removed=bool(data.get("history_holds_removed", False)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def push_backlog(memory: Memory) -> list[dict[str, Any]]:
+def push_backlog(memory: Memory, *, check_remotes: bool = False) -> list[dict[str, Any]]:
     """Per remote this memory was pushed to from here: the local chunks and sessions it
-    does not hold yet (for a project memory, among that repository's sessions)."""
+    does not hold yet (for a project memory, among that repository's sessions), and what
+    it still holds that was forgotten or scrubbed here (:meth:`Removals.left_on`; asked of
+    the Hub instead with ``check_remotes``, :func:`funes.hub.push.check_remote`)."""
     from funes.hub.curation import SESSION_COLUMNS, Curation, ProjectSessions
 
     receipts = receipts_for(memory.location)
     if not receipts:
         return []
+    removals = Removals.of(memory.location)
     rows = memory.scan(SESSION_COLUMNS)
     session_of = dict(zip(rows.column("id").to_pylist(), rows.column("session_id").to_pylist(), strict=True))
     backlog = []
@@ -93,5 +149,12 @@ def push_backlog(memory: Memory) -> list[dict[str, Any]]:
         backlog.append({"remote": receipt.remote, "endpoint": receipt.endpoint, "project": project,
                         "commit": receipt.commit, "pushed_at": receipt.pushed_at,
                         "unpushed_chunks": len(missing),
-                        "unpushed_sessions": len({session_of[chunk] for chunk in missing})})
+                        "unpushed_sessions": len({session_of[chunk] for chunk in missing}),
+                        **(_asked(receipt, memory) if check_remotes else removals.left_on(receipt))})
     return backlog
+
+
+def _asked(receipt: Receipt, memory: Memory) -> dict[str, Any]:
+    from funes.hub.push import check_remote
+
+    return check_remote(receipt, memory.location)

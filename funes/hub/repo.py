@@ -133,6 +133,11 @@ class HubRepo:
             )
         return state
 
+    def commit_count(self) -> int:
+        """How many commits main's history holds."""
+        with self._errors("list the commits of"):
+            return sum(1 for _ in self.api.list_repo_commits(self.remote.repo_id, repo_type="dataset"))
+
     def download(self, path: str, sha: str) -> Path:
         """One file of commit ``sha``, whole, through the HF cache (no request when cached)."""
         from huggingface_hub import hf_hub_download

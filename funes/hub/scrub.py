@@ -10,8 +10,11 @@ another tool).  Scrub rebuilds every stored block from its chunks and redacts it
   every older version is deleted, so no file of the memory can give the secret back;
   the BM25 and scalar indexes are rebuilt from the result.
 
-Transcripts are never touched, and a published remote is not altered: a credential that
-reached the Hub must be revoked.  A scanner that fails stops the scrub before any change.
+Transcripts are never touched.  The ids of the replaced and dropped chunks are recorded
+in coverage, so the next ``funes push`` to a remote that received their old text replaces
+it there (:mod:`funes.hub.push`); a credential that reached the Hub must still be
+revoked, since whoever read it before may have it.  A scanner that fails stops the scrub
+before any change.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class ScrubReport:
     secrets: Counter[str] = field(default_factory=Counter)  # rule label → findings
     chunks_removed: int = 0
     chunks_written: int = 0
+    removed_ids: list[str] = field(default_factory=list)  # chunks replaced or dropped
 
     def summary(self) -> str:
         found = ", ".join(f"{rule}×{n}" for rule, n in sorted(self.secrets.items())) or "none"
@@ -80,8 +84,11 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         vectors = None
         if replacements:
             vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in replacements])
+        # Recorded first: a scrub cut short must still have the next push look at these.
+        writer.coverage.record_scrubbed(removed)
         writer.replace_chunks(removed, replacements, vectors)
     report.chunks_removed, report.chunks_written = len(removed), len(replacements)
+    report.removed_ids = removed
     writer.maintain(keep_versions_for=timedelta(0))
     writer.purge_history()
     return report

@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS forgotten (   -- sessions the user asked to forget: n
     key TEXT PRIMARY KEY,
     forgotten_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS scrubbed (    -- chunk ids whose earlier text held a secret `funes scrub` removed
+    id TEXT PRIMARY KEY,
+    scrubbed_at REAL NOT NULL
+);
 """
 
 
@@ -129,6 +133,21 @@ class Coverage:
 
     def forgotten(self) -> set[str]:
         return {key for (key,) in self._db.execute("SELECT key FROM forgotten")}
+
+    def forgotten_since(self) -> dict[str, float]:
+        """Each tombstoned session key and when it was forgotten (Unix time)."""
+        return dict(self._db.execute("SELECT key, forgotten_at FROM forgotten").fetchall())
+
+    def record_scrubbed(self, ids: Iterable[str]) -> None:
+        """Remember chunks whose stored text `funes scrub` replaced or dropped: a copy
+        pushed before still holds the old text, and `funes push` replaces it there."""
+        now = time.time()
+        self._db.executemany("INSERT OR REPLACE INTO scrubbed (id, scrubbed_at) VALUES (?, ?)",
+                             [(chunk, now) for chunk in ids])
+
+    def scrubbed(self) -> dict[str, float]:
+        """Each scrubbed chunk id and when it was last scrubbed (Unix time)."""
+        return dict(self._db.execute("SELECT id, scrubbed_at FROM scrubbed").fetchall())
 
     def last_indexed(self) -> float | None:
         (value,) = self._db.execute("SELECT MAX(indexed_at) FROM units").fetchone()
