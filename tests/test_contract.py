@@ -55,6 +55,20 @@ def test_documented_exit_codes_match_the_error_classes():
     assert raised <= documented
 
 
+def test_push_json_has_the_documented_keys(memory_home, hub_env, capsys):
+    """`push --json` prints one object whose keys are exactly those the contract names."""
+    from hub_helpers import run_cli
+
+    section = CONTRACT.read_text(encoding="utf-8").split("## `funes push <remote> --json`", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"`(\w+)`", section.split(" with the keys ", 1)[1].split(". ", 1)[0])
+    assert run_cli("push", "test-user/contract-push", "--yes", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == set(documented)
+    assert report["remote"] == "hf://datasets/test-user/contract-push"
+    assert report["commit"] and report["created"] and report["private"] is True
+    assert report["pushed"] > 0 and report["retracted"] == 0 and report["history_purged"] is False
+
+
 def test_status_json_remotes_have_the_documented_keys(memory_home, hub_env, capsys):
     """Each `remotes` object of `status --json` holds exactly the keys the contract names,
     and a forget shows in it before the push that removes it from the remote."""
