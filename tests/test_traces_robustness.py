@@ -23,7 +23,7 @@ from funes.agents.hermes import parser as hermes
 from funes.agents.parquet import parser as parquet
 from funes.agents.pi import parser as pi
 from funes.traces.model import SourceUnit
-from trace_helpers import REAL, assert_well_formed, build_hermes_db, parse_file, texts
+from trace_helpers import REAL, assert_well_formed, build_hermes_db, fixture_module, parse_file, texts
 
 # (parser, fixture, file name the agent would give it)
 JSONL_CASES = [
@@ -187,6 +187,26 @@ def hermes_template(tmp_path_factory):
     return build_hermes_db(tmp_path_factory.mktemp("hermes-template") / "state.db")
 
 
+def assert_odd_rows_parse(tmp_path_factory, template: Path, module, write) -> None:
+    """Copy an agent's template database, let ``write(conn)`` add odd rows to it in one
+    transaction, and check every session discovered in the copy parses well-formed."""
+    db = tmp_path_factory.mktemp(module.HARNESS) / template.name
+    shutil.copyfile(template, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        write(conn)
+    conn.close()
+    for unit in module.discover(db):
+        assert_well_formed(module.parse(unit))
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, session_id: str, rows: list[dict]) -> None:
+    """Each row (column -> value) into ``table`` under ``session_id``."""
+    for row in rows:
+        names = ", ".join(["session_id", *row])
+        conn.execute(f"INSERT INTO {table} ({names}) VALUES (?{', ?' * len(row)})", (session_id, *row.values()))
+
+
 sql_values = st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=30) | st.binary(max_size=30)
 json_texts = json_values.map(json.dumps) | st.text(max_size=30)
 
@@ -203,16 +223,8 @@ json_texts = json_values.map(json.dumps) | st.text(max_size=30)
     "_compressed_summary": st.integers(0, 1) | st.text(max_size=3),
 }), max_size=8))
 def test_hermes_odd_rows(tmp_path_factory, hermes_template, rows):
-    db = tmp_path_factory.mktemp("hermes") / "state.db"
-    shutil.copyfile(hermes_template, db)
-    conn = sqlite3.connect(db)
-    with conn:
-        for row in rows:
-            names = ", ".join(["session_id", *row])
-            conn.execute(f"INSERT INTO messages ({names}) VALUES (?{', ?' * len(row)})", ("s_main", *row.values()))
-    conn.close()
-    for unit in hermes.discover(db):
-        assert_well_formed(hermes.parse(unit))
+    assert_odd_rows_parse(tmp_path_factory, hermes_template, hermes,
+                          lambda conn: insert_rows(conn, "messages", "s_main", rows))
 
 
 @SETTINGS
@@ -317,29 +329,19 @@ def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, modul
 
 @pytest.fixture(scope="module")
 def kiro_template(tmp_path_factory):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_kiro_db", FIXTURES / "make_kiro_db.py")
-    builder = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(builder)
-    return builder.build(tmp_path_factory.mktemp("kiro-template") / "data.sqlite3")
+    return fixture_module("make_kiro_db.py").build(tmp_path_factory.mktemp("kiro-template") / "data.sqlite3")
 
 
 @SETTINGS
 @given(values=st.lists(json_texts | json_values.map(lambda v: json.dumps({"history": v})) | st.binary(max_size=40),
                        max_size=6))
 def test_kiro_odd_conversation_rows(tmp_path_factory, kiro_template, values):
-    db = tmp_path_factory.mktemp("kiro") / "data.sqlite3"
-    shutil.copyfile(kiro_template, db)
-    conn = sqlite3.connect(db)
-    with conn:
+    def write(conn):
         for n, value in enumerate(values):
             conn.execute("INSERT INTO conversations_v2 VALUES (?, ?, ?, 1, 1)", (f"/odd/{n}", f"odd-{n}", value))
             conn.execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)", (f"/odd/{n}", value))
-    conn.close()
-    for unit in kiro.discover(db):
-        assert_well_formed(kiro.parse(unit))
+
+    assert_odd_rows_parse(tmp_path_factory, kiro_template, kiro, write)
 
 
 @SETTINGS
@@ -464,7 +466,7 @@ from funes.agents.crush import parser as crush  # noqa: E402
 from funes.agents.cursor import parser as cursor  # noqa: E402
 from funes.agents.goose import parser as goose  # noqa: E402
 from funes.agents.opencode import parser as opencode  # noqa: E402
-from trace_helpers import AGENT_FIXTURES, fixture_module  # noqa: E402
+from trace_helpers import AGENT_FIXTURES  # noqa: E402
 
 # (parser, fixture under tests/fixtures/agents, file name the agent would give it)
 AGENT_JSONL_CASES = [
@@ -553,10 +555,7 @@ def opencode_template(tmp_path_factory):
        updates=st.lists(st.tuples(st.sampled_from(["msg_a02", "msg_a03", "prt_a02_04", "prt_a03_02"]), row_data),
                         max_size=3))
 def test_opencode_odd_rows(tmp_path_factory, opencode_template, messages, updates):
-    db = tmp_path_factory.mktemp("oc") / "opencode.db"
-    shutil.copyfile(opencode_template, db)
-    conn = sqlite3.connect(db)
-    with conn:
+    def write(conn):
         for index, (message, parts) in enumerate(messages):
             conn.execute("INSERT INTO message VALUES (?, 'ses_0main', 1, 1, ?)", (f"msg_z{index}", message))
             for number, part in enumerate(parts):
@@ -565,9 +564,8 @@ def test_opencode_odd_rows(tmp_path_factory, opencode_template, messages, update
         for row_id, data in updates:
             table = "message" if row_id.startswith("msg") else "part"
             conn.execute(f"UPDATE {table} SET data = ? WHERE id = ?", (data, row_id))
-    conn.close()
-    for unit in opencode.discover(db):
-        assert_well_formed(opencode.parse(unit))
+
+    assert_odd_rows_parse(tmp_path_factory, opencode_template, opencode, write)
 
 
 goose_content = st.lists(json_values | st.fixed_dictionaries({
@@ -589,16 +587,8 @@ def goose_template(tmp_path_factory):
     "created_timestamp": sql_values.filter(lambda v: v is not None), "metadata_json": json_texts | sql_values,
 }), max_size=6))
 def test_goose_odd_rows(tmp_path_factory, goose_template, rows):
-    db = tmp_path_factory.mktemp("goose") / "sessions.db"
-    shutil.copyfile(goose_template, db)
-    conn = sqlite3.connect(db)
-    with conn:
-        for row in rows:
-            names = ", ".join(["session_id", *row])
-            conn.execute(f"INSERT INTO messages ({names}) VALUES (?{', ?' * len(row)})", ("20260528_1", *row.values()))
-    conn.close()
-    for unit in goose.discover(db):
-        assert_well_formed(goose.parse(unit))
+    assert_odd_rows_parse(tmp_path_factory, goose_template, goose,
+                          lambda conn: insert_rows(conn, "messages", "20260528_1", rows))
 
 
 crush_parts = st.lists(json_values | st.fixed_dictionaries({
@@ -618,17 +608,13 @@ def crush_template(tmp_path_factory):
                                json_texts | crush_parts.map(json.dumps) | st.binary(max_size=30),
                                sql_values, sql_values), max_size=6))
 def test_crush_odd_rows(tmp_path_factory, crush_template, rows):
-    db = tmp_path_factory.mktemp("crush") / "crush.db"
-    shutil.copyfile(crush_template, db)
-    conn = sqlite3.connect(db)
-    with conn:
+    def write(conn):
         for index, (role, parts, created, finished) in enumerate(rows):
             conn.execute("INSERT INTO messages (id, session_id, role, parts, created_at, updated_at, finished_at) "
                          "VALUES (?, ?, ?, ?, ?, 0, ?)", (f"z{index}", "call_task1", role, parts,
                                                           0 if created is None else created, finished))
-    conn.close()
-    for unit in crush.discover(db):
-        assert_well_formed(crush.parse(unit))
+
+    assert_odd_rows_parse(tmp_path_factory, crush_template, crush, write)
 
 
 @pytest.mark.parametrize("name", ["opencode.db", "sessions.db", "crush.db", "state.vscdb"])
