@@ -410,6 +410,16 @@ def joined_text(content: Any, part_types: Collection[str] = ("text",)) -> str:
     )
 
 
+def tool_turn_role(role: str, blocks: list[Block]) -> str:
+    """``"tool"`` for a user message whose non-blank blocks are all tool results (what
+    the agent sends back for its own calls, not the person's words), else ``role``."""
+    if role == "user":
+        kept = [block for block in blocks if block.text and not block.text.isspace()]
+        if kept and all(block.block_type == "tool_result" for block in kept):
+            return "tool"
+    return role
+
+
 class TurnCollector:
     """Appends one session's turns in order.
 

@@ -53,6 +53,7 @@ from funes.traces.common import (
     paused_gc,
     tagged_spans,
     tool_input_text,
+    tool_turn_role,
     workdir_facet,
 )
 from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
@@ -394,10 +395,7 @@ def parse_task(unit: SourceUnit, context: TaskContext) -> Session:
                 blocks = converter.parts(role, message.get("content"), turn_uuid)
             if role == "assistant" and isinstance(message.get("reasoning_content"), str):
                 blocks.insert(0, Block("thinking", message["reasoning_content"]))
-            kept = [b for b in blocks if b.text and not b.text.isspace()]
-            if role == "user" and kept and all(b.block_type == "tool_result" for b in kept):
-                role = "tool"
-            turns.add(turn_uuid, turns.last_uuid, role, ts, blocks)
+            turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), ts, blocks)
         except SHAPE_ERRORS as exc:
             session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
                                                                f"({type(exc).__name__}: {exc})"))
