@@ -1,15 +1,20 @@
-"""Google GenAI ``Content`` parts (``{role, parts: [{text}, {text, thought: true},
+"""Message content parts several agents record alike.
+
+Google GenAI ``Content`` parts (``{role, parts: [{text}, {text, thought: true},
 {functionCall}, {functionResponse}]}``) and the ``run_shell_command`` result text, as
-both Google's own agent CLI and its fork record them (format facts: their FORMAT.md).
+both Google's own agent CLI and its fork record them (format facts: their FORMAT.md);
+and the Anthropic Messages parts (``{type: "text", text}``, ``{type: "thinking",
+thinking}``, ``{type: "tool_use", id, name, input}``) that agents built on that API keep.
 Shared here because an agent's folder names no other agent."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from funes.traces.common import compact_json
-from funes.traces.model import Block
+from funes.traces.common import as_str, compact_json, opt_str, tool_input_text
+from funes.traces.model import Block, FileTouch
 
 # Searched for without a leading ``^`` and kept when they start a line: a ``^`` makes the
 # regex engine try every position of a long tool output instead of jumping to the literal.
@@ -67,3 +72,22 @@ def call_block(name: str | None, call_id: str | None, arguments: Any) -> Block:
     """A ``functionCall`` as a tool_use block: its ``args`` as compact JSON (``{}``
     when absent), no provenance (each agent's tools name files their own way)."""
     return Block("tool_use", compact_json(arguments if arguments is not None else {}), name, call_id)
+
+
+def text_part_block(part: dict[str, Any]) -> Block | None:
+    """A Messages ``text`` or ``thinking`` part as its text or thinking block (a field
+    of the wrong type reads as ""); None for a part of any other type."""
+    kind = part.get("type")
+    if kind == "text" or kind == "thinking":
+        return Block(kind, as_str(part.get(kind)))
+    return None
+
+
+def tool_use_part_block(part: dict[str, Any],
+                        provenance: Callable[[str | None, Any], tuple[tuple[FileTouch, ...], str | None]]) -> Block:
+    """A Messages ``tool_use`` part as a tool_use block: its ``input`` as the stored text
+    (see :func:`~funes.traces.common.tool_input_text`), and the files and command the
+    agent's ``provenance(name, input)`` reads from the call."""
+    name, arguments = opt_str(part.get("name")), part.get("input")
+    files, command = provenance(name, arguments)
+    return Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")), files=files, command=command)

@@ -40,10 +40,11 @@ from funes.traces.common import (
     path_touches,
     paused_gc,
     repo_from_remote_url,
-    tool_input_text,
+    tool_turn_role,
     walk_files,
     workdir_facet,
 )
+from funes.traces.content_parts import text_part_block, tool_use_part_block
 from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
@@ -132,15 +133,10 @@ def _blocks(content: Any) -> list[Block]:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        if kind == "text":
-            blocks.append(Block("text", as_str(part.get("text"))))
-        elif kind == "thinking":
-            blocks.append(Block("thinking", as_str(part.get("thinking"))))
+        if (block := text_part_block(part)) is not None:
+            blocks.append(block)
         elif kind == "tool_use":
-            name, arguments = opt_str(part.get("name")), part.get("input")
-            files, command = _provenance(name, arguments)
-            blocks.append(Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")),
-                                files=files, command=command))
+            blocks.append(tool_use_part_block(part, _provenance))
         elif kind == "tool_result":
             text, exit_code = _result(part)
             tool_use_id = opt_str(part.get("toolUseID")) or opt_str(part.get("tool_use_id"))
@@ -193,10 +189,7 @@ def parse(unit: SourceUnit) -> Session:
                 continue  # info messages: Amp's own notices
             ts = _timestamp(message) or ts
             blocks = _blocks(message.get("content"))
-            kept = [b for b in blocks if b.text and not b.text.isspace()]
-            if role == "user" and kept and all(b.block_type == "tool_result" for b in kept):
-                role = "tool"
-            turns.add(turn_uuid, turns.last_uuid, role, ts, blocks)
+            turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), ts, blocks)
         except SHAPE_ERRORS as exc:
             session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
                                                                f"({type(exc).__name__}: {exc})"))

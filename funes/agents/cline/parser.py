@@ -48,8 +48,10 @@ from funes.traces.common import (
     path_touches,
     paused_gc,
     tool_input_text,
+    tool_turn_role,
     workdir_facet,
 )
+from funes.traces.content_parts import tool_use_part_block
 from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
@@ -247,10 +249,7 @@ def _sdk_blocks(role: str, content: Any) -> list[Block]:
         elif kind == "thinking":
             blocks.append(Block("thinking", as_str(part.get("thinking"))))
         elif kind == "tool_use":
-            name, arguments = opt_str(part.get("name")), part.get("input")
-            files, command = _sdk_provenance(name, arguments)
-            blocks.append(Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")),
-                                files=files, command=command))
+            blocks.append(tool_use_part_block(part, _sdk_provenance))
         elif kind == "tool_result":
             name = opt_str(part.get("name"))
             text, operations = _result_text(part.get("content"))
@@ -297,10 +296,7 @@ def _parse_sdk(unit: SourceUnit) -> Session:
             if role != "user" and role != "assistant":
                 continue
             blocks = _sdk_blocks(role, message.get("content"))
-            kept = [b for b in blocks if b.text and not b.text.isspace()]
-            if role == "user" and kept and all(b.block_type == "tool_result" for b in kept):
-                role = "tool"
-            turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(message.get("ts")), blocks)
+            turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), normalize_ts(message.get("ts")), blocks)
         except SHAPE_ERRORS as exc:
             session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
                                                                f"({type(exc).__name__}: {exc})"))

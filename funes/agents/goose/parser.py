@@ -48,6 +48,7 @@ from funes.traces.common import (
     opt_str,
     workdir_facet,
 )
+from funes.traces.content_parts import text_part_block
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json, read_records
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 from funes.traces.sqlite import columns, decode_text, read_only
@@ -141,10 +142,8 @@ def _blocks(content: list[Any]) -> list[Block]:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
-        if kind == "text":
-            blocks.append(Block("text", as_str(item.get("text"))))
-        elif kind == "thinking":
-            blocks.append(Block("thinking", as_str(item.get("thinking"))))
+        if (block := text_part_block(item)) is not None:
+            blocks.append(block)
         elif kind in ("toolRequest", "frontendToolRequest"):
             call = item.get("toolCall")
             call = call if isinstance(call, dict) else {}

@@ -48,6 +48,7 @@ from funes.traces.common import (
     walk_files,
     workdir_facet,
 )
+from funes.traces.content_parts import text_part_block
 from funes.traces.jsonl import each_record, first_record
 from funes.traces.model import Block, Session, SourceUnit
 
@@ -115,12 +116,9 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
         for part in content if isinstance(content, list) else []:
             if not isinstance(part, dict):
                 continue
-            kind = part.get("type")
-            if kind == "text":
-                blocks.append(Block("text", as_str(part.get("text"))))
-            elif kind == "thinking":
-                blocks.append(Block("thinking", as_str(part.get("thinking"))))
-            elif kind == "toolCall":
+            if (block := text_part_block(part)) is not None:
+                blocks.append(block)
+            elif part.get("type") == "toolCall":
                 name = opt_str(part.get("name"))
                 block = Block("tool_use", tool_input_text(part.get("arguments")), name, opt_str(part.get("id")))
                 blocks.append(record_call(block, part.get("arguments"), action=_FILE_TOOLS.get(name or ""),
