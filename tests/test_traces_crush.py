@@ -12,7 +12,14 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.crush import parser as crush
 from funes.traces.model import FileTouch
-from trace_helpers import assert_well_formed, fixture_module, shape, turn, locked_by_a_writer
+from trace_helpers import (
+    assert_corrupt_database_is_a_read_error,
+    assert_well_formed,
+    fixture_module,
+    locked_by_a_writer,
+    shape,
+    turn,
+)
 
 builder = fixture_module("agents/crush/make_crush_db.py")
 MAIN, TASK = builder.MAIN, builder.TASK
@@ -161,11 +168,8 @@ def test_unreadable_databases_are_read_errors(machine, monkeypatch, isolated_env
     with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             crush.parse(unit)
-    broken = isolated_env / "broken" / ".crush" / "crush.db"
-    broken.parent.mkdir(parents=True)
-    broken.write_bytes(b"SQLite format 3\x00" + b"\x01" * 400)
-    with pytest.raises(TraceReadError):
-        list(crush.discover(broken.parent.parent))
+    assert_corrupt_database_is_a_read_error(crush, isolated_env / "broken" / ".crush" / "crush.db",
+                                            isolated_env / "broken")
 
 
 def test_a_parsed_session_chunks(machine):

@@ -14,7 +14,14 @@ from funes.errors import TraceReadError
 import funes.agents.cursor as cursor_agent
 from funes.agents.cursor import parser as cursor
 from funes.traces.model import FileTouch
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, locked_by_a_writer
+from trace_helpers import (
+    AGENT_FIXTURES,
+    assert_corrupt_database_is_a_read_error,
+    assert_well_formed,
+    fixture_module,
+    locked_by_a_writer,
+    shape,
+)
 
 builder = fixture_module("agents/cursor/make_cursor_vscdb.py")
 PROJECTS = AGENT_FIXTURES / "cursor" / "projects"
@@ -171,11 +178,8 @@ def test_unreadable_stores_are_read_errors(home, monkeypatch, isolated_env):
     with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             cursor.parse(unit)
-    broken = isolated_env / "broken" / "globalStorage" / "state.vscdb"
-    broken.parent.mkdir(parents=True)
-    broken.write_bytes(b"SQLite format 3\x00" + b"\x02" * 300)
-    with pytest.raises(TraceReadError):
-        list(cursor.discover(broken.parent.parent))
+    assert_corrupt_database_is_a_read_error(cursor, isolated_env / "broken" / "globalStorage" / "state.vscdb",
+                                            isolated_env / "broken")
 
 
 def test_parsed_sessions_chunk(home):

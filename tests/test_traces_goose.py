@@ -13,7 +13,14 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.goose import parser as goose
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, locked_by_a_writer
+from trace_helpers import (
+    AGENT_FIXTURES,
+    assert_corrupt_database_is_a_read_error,
+    assert_well_formed,
+    fixture_module,
+    locked_by_a_writer,
+    shape,
+)
 
 FIXTURES = AGENT_FIXTURES / "goose"
 MAIN = "20260528_1"
@@ -201,11 +208,7 @@ def test_unreadable_stores_are_read_errors(sessions_dir, monkeypatch, isolated_e
     with locked_by_a_writer(db, monkeypatch):
         with pytest.raises(TraceReadError, match="locked"):
             goose.parse(unit)
-    corrupt = isolated_env / "bad" / "sessions.db"
-    corrupt.parent.mkdir()
-    corrupt.write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)
-    with pytest.raises(TraceReadError):
-        list(goose.discover(corrupt.parent))
+    assert_corrupt_database_is_a_read_error(goose, isolated_env / "bad" / "sessions.db", isolated_env / "bad")
     with pytest.raises(TraceReadError, match="cannot read"):
         goose.parse(SourceUnit("goose", sessions_dir / "gone.jsonl", "gone", "1:1"))
 

@@ -13,7 +13,15 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.opencode import parser as opencode
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import AGENT_FIXTURES, assert_well_formed, fixture_module, shape, turn, locked_by_a_writer
+from trace_helpers import (
+    AGENT_FIXTURES,
+    assert_corrupt_database_is_a_read_error,
+    assert_well_formed,
+    fixture_module,
+    locked_by_a_writer,
+    shape,
+    turn,
+)
 
 STORAGE = AGENT_FIXTURES / "opencode" / "storage"
 
@@ -219,11 +227,8 @@ def test_a_vanished_legacy_session_or_a_corrupt_database_is_a_read_error(isolate
     unit.path.unlink()
     with pytest.raises(TraceReadError, match="cannot read"):
         opencode.parse(unit)
-    garbage = isolated_env / "broken" / "opencode.db"
-    garbage.parent.mkdir()
-    garbage.write_bytes(b"SQLite format 3\x00" + b"\x13" * 300)
-    with pytest.raises(TraceReadError):
-        list(opencode.discover(garbage.parent))
+    garbage = assert_corrupt_database_is_a_read_error(opencode, isolated_env / "broken" / "opencode.db",
+                                                      isolated_env / "broken")
     with pytest.raises(TraceReadError):
         opencode.parse(SourceUnit("opencode", garbage, "ses_0main", "1:1:1"))
 

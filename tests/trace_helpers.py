@@ -12,6 +12,7 @@ from types import ModuleType
 
 import pytest
 
+from funes.errors import TraceReadError
 from funes.traces import sqlite as sqlite_store
 
 from funes.traces.model import Session, SourceUnit, Turn
@@ -104,3 +105,14 @@ def locked_by_a_writer(db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     finally:
         writer.rollback()
         writer.close()
+
+
+def assert_corrupt_database_is_a_read_error(module: ModuleType, db: Path, root: Path) -> Path:
+    """Write ``db`` (folders created): a SQLite header, then garbage where the pages
+    should be; ``module.discover(root)`` must raise TraceReadError for it.  Returns
+    ``db`` for further checks."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)
+    with pytest.raises(TraceReadError):
+        list(module.discover(root))
+    return db
