@@ -12,14 +12,8 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.crush import parser as crush
 from funes.traces.model import FileTouch
-from trace_helpers import (
-    assert_corrupt_database_is_a_read_error,
-    assert_well_formed,
-    fixture_module,
-    locked_by_a_writer,
-    shape,
-    turn,
-)
+from trace_helpers import (assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
+                          locked_by_a_writer, shape, turn)
 
 builder = fixture_module("agents/crush/make_crush_db.py")
 MAIN, TASK = builder.MAIN, builder.TASK

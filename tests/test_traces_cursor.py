@@ -14,14 +14,8 @@ from funes.errors import TraceReadError
 import funes.agents.cursor as cursor_agent
 from funes.agents.cursor import parser as cursor
 from funes.traces.model import FileTouch
-from trace_helpers import (
-    AGENT_FIXTURES,
-    assert_corrupt_database_is_a_read_error,
-    assert_well_formed,
-    fixture_module,
-    locked_by_a_writer,
-    shape,
-)
+from trace_helpers import (AGENT_FIXTURES, assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
+                          locked_by_a_writer, shape)
 
 builder = fixture_module("agents/cursor/make_cursor_vscdb.py")
 PROJECTS = AGENT_FIXTURES / "cursor" / "projects"

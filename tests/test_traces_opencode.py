@@ -13,15 +13,8 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.opencode import parser as opencode
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import (
-    AGENT_FIXTURES,
-    assert_corrupt_database_is_a_read_error,
-    assert_well_formed,
-    fixture_module,
-    locked_by_a_writer,
-    shape,
-    turn,
-)
+from trace_helpers import (AGENT_FIXTURES, assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
+                          locked_by_a_writer, shape, turn)
 
 STORAGE = AGENT_FIXTURES / "opencode" / "storage"
 

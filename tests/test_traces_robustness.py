@@ -110,14 +110,19 @@ def test_random_bytes(tmp_path, module, content):
     assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "x", "0:0")))
 
 
-@pytest.mark.parametrize("module", [claude, codex, pi], ids=lambda m: m.HARNESS)
-def test_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
+def assert_vanished_file_and_folder_are_read_errors(tmp_path, module) -> None:
+    """A unit whose file is gone, or is a folder, cannot be read: TraceReadError."""
     with pytest.raises(TraceReadError, match="cannot read"):
         module.parse(SourceUnit(module.HARNESS, tmp_path / "gone.jsonl", "gone", "1:1"))
     folder = tmp_path / "a-folder.jsonl"
     folder.mkdir()
     with pytest.raises(TraceReadError, match="cannot read"):
         module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+
+
+@pytest.mark.parametrize("module", [claude, codex, pi], ids=lambda m: m.HARNESS)
+def test_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
+    assert_vanished_file_and_folder_are_read_errors(tmp_path, module)
     if os.geteuid() != 0:  # root reads anything
         locked = tmp_path / "locked.jsonl"
         locked.write_text("{}\n")
@@ -319,12 +324,7 @@ def test_more_agents_random_bytes(tmp_path, module, content, suffix):
 
 @pytest.mark.parametrize("module", MORE_MODULES, ids=lambda m: m.HARNESS)
 def test_more_agents_vanished_or_unreadable_file_is_a_read_error(tmp_path, module):
-    with pytest.raises(TraceReadError, match="cannot read"):
-        module.parse(SourceUnit(module.HARNESS, tmp_path / "gone.jsonl", "gone", "1:1"))
-    folder = tmp_path / "a-folder.jsonl"
-    folder.mkdir()
-    with pytest.raises(TraceReadError, match="cannot read"):
-        module.parse(SourceUnit(module.HARNESS, folder, "a-folder", "1:1"))
+    assert_vanished_file_and_folder_are_read_errors(tmp_path, module)
 
 
 @pytest.fixture(scope="module")
