@@ -12,7 +12,7 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.amp import parser as amp
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts
 
 THREAD = "T-019d2a41-7c3e-7b10-9f2a-4e5d6c7b8a90"
 LEGACY = "T-5a0e3c1d-2b4f-4c6d-8e9f-0a1b2c3d4e5f"
@@ -30,10 +30,6 @@ def _thread(data_home, thread=THREAD):
     return data_home / "threads" / f"{thread}.json"
 
 
-def _sessions(root):
-    return {unit.session_id: amp.parse(unit) for unit in amp.discover(root)}
-
-
 def test_discovery(data_home, tmp_path, monkeypatch):
     assert amp.default_roots() == [data_home / "threads"]
     assert sorted(u.session_id for u in amp.discover(data_home)) == sorted([LEGACY, THREAD])
@@ -47,7 +43,7 @@ def test_discovery(data_home, tmp_path, monkeypatch):
 
 
 def test_thread_turns_tools_and_provenance(data_home):
-    session = _sessions(data_home)[THREAD]
+    session = sessions_by_id(amp, data_home)[THREAD]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.cwd, session.workdir) == ("/home/dev/web app", "-home-dev-web-app")  # file:// URI decoded
@@ -79,7 +75,7 @@ def test_thread_turns_tools_and_provenance(data_home):
 
 
 def test_legacy_thread(data_home):
-    session = _sessions(data_home)[LEGACY]
+    session = sessions_by_id(amp, data_home)[LEGACY]
     assert (session.cwd, session.repo, session.branch) == ("/home/dev/notes", None, None)
     assert session.turns[1].blocks[0].files == (FileTouch("/home/dev/notes", "read"),)
     assert session.turns[2].blocks[0].text == '["a.md","b.md"]'
@@ -88,13 +84,13 @@ def test_legacy_thread(data_home):
 
 def test_rewrite_keeps_ids(data_home):
     path = _thread(data_home)
-    before = _sessions(data_home)[THREAD]
+    before = sessions_by_id(amp, data_home)[THREAD]
     document = json.loads(path.read_text())
     document["messages"].append({"role": "user", "messageId": 10, "content": [{"type": "text", "text": "ship it"}],
                                  "meta": {"sentAt": 1777800100000}})
     document["v"] += 1
     path.write_text(json.dumps(document))
-    after = _sessions(data_home)[THREAD]
+    after = sessions_by_id(amp, data_home)[THREAD]
     assert [t.turn_uuid for t in after.turns] == [t.turn_uuid for t in before.turns] + [f"{THREAD}:10"]
 
 
@@ -106,7 +102,7 @@ def test_bad_input(data_home):
     document["env"] = {"initial": {"trees": "nope"}}
     text = json.dumps(document)
     path.write_text(text[: text.index("toolu_amp_2")])
-    session = _sessions(data_home)[THREAD]
+    session = sessions_by_id(amp, data_home)[THREAD]
     assert_well_formed(session)
     assert [w.message for w in session.warnings][0].startswith("truncated JSON (still being written?): kept ")
     assert "messages[1]: not an object" in [w.message for w in session.warnings]
@@ -119,7 +115,7 @@ def test_bad_input(data_home):
 @pytest.mark.parametrize("content", ["[]", "nonsense", '{"id": "T-x", "messages": {}}'])
 def test_not_a_thread(data_home, content):
     _thread(data_home).write_text(content)
-    session = _sessions(data_home)[THREAD]
+    session = sessions_by_id(amp, data_home)[THREAD]
     assert session.turns == [] and len(session.warnings) == 1
 
 
@@ -129,5 +125,5 @@ def test_vanished_file_is_a_read_error(data_home):
 
 
 def test_threads_flow_through_chunking(data_home):
-    for session in _sessions(data_home).values():
+    for session in sessions_by_id(amp, data_home).values():
         assert {c.harness for c in chunk_session(session)} == {"amp"}

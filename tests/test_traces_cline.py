@@ -12,7 +12,7 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.cline import parser as cline
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts
 
 SID = "1784300000000_k7q2m"
 TASK = "1767225600000"
@@ -26,10 +26,6 @@ def home(tmp_path, monkeypatch):
     root = tmp_path / "cline"
     shutil.copytree(FIXTURES / "agents" / "cline", root)
     return root
-
-
-def _sessions(root):
-    return {unit.session_id: cline.parse(unit) for unit in cline.discover(root)}
 
 
 def _messages_file(home):
@@ -69,7 +65,7 @@ def test_default_roots_follow_the_environment(tmp_path, monkeypatch):
 
 
 def test_sdk_session_turns_blocks_and_provenance(home):
-    session = _sessions(home)[SID]
+    session = sessions_by_id(cline, home)[SID]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.harness, session.cwd, session.workdir) == ("cline", "/home/dev/shop", "-home-dev-shop")
@@ -117,14 +113,14 @@ def test_sdk_session_turns_blocks_and_provenance(home):
 
 
 def test_sdk_subagent_file_names_its_root(home):
-    sub = _sessions(home)[f"{SID}__explorer"]
+    sub = sessions_by_id(cline, home)[f"{SID}__explorer"]
     assert (sub.parent_session_id, sub.is_subagent, sub.cwd) == (SID, True, "/home/dev/shop")
     assert [t.turn_uuid for t in sub.turns] == ["msg_sub0001", "msg_sub0002", "msg_sub0003", "msg_sub0004"]
     assert sub.turns[2].blocks[0].tool_name == "search_codebase"
 
 
 def test_classic_task_xml_tools_thinking_and_environment(home):
-    session = _sessions(home)[TASK]
+    session = sessions_by_id(cline, home)[TASK]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.cwd, session.workdir) == ("/home/dev/api", "-home-dev-api")  # from state/taskHistory.json
@@ -165,34 +161,34 @@ def test_classic_task_xml_tools_thinking_and_environment(home):
 
 def test_classic_task_cwd_falls_back_to_environment_details(home):
     (home / "classic" / "data" / "state" / "taskHistory.json").unlink()
-    session = _sessions(home)[TASK]
+    session = sessions_by_id(cline, home)[TASK]
     assert session.cwd == "/home/dev/api"
 
 
 def test_sdk_rewrite_keeps_ids_and_adds_new_turns(home):
     path = _messages_file(home)
-    before = _sessions(home)[SID]
+    before = sessions_by_id(cline, home)[SID]
     envelope = json.loads(path.read_text())
     envelope["messages"].append({"id": "msg_late01", "role": "assistant", "ts": 1784538100000,
                                  "content": [{"type": "text", "text": "You're welcome."}]})
     envelope["updated_at"] = "2026-07-20T09:02:00.000Z"
     path.write_text(json.dumps(envelope))  # rewritten whole, formatted differently
-    after = _sessions(home)[SID]
+    after = sessions_by_id(cline, home)[SID]
     assert [t.turn_uuid for t in after.turns] == [t.turn_uuid for t in before.turns] + ["msg_late01"]
     assert texts(after)[: len(texts(before))] == texts(before)
 
 
 def test_classic_rewrite_insertion_and_rewind_keep_unchanged_ids(home):
     path = _history_file(home)
-    before = [t.turn_uuid for t in _sessions(home)[TASK].turns]
+    before = [t.turn_uuid for t in sessions_by_id(cline, home)[TASK].turns]
     messages = json.loads(path.read_text())
     messages.insert(2, {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] resumed"}]})
     messages.append({"role": "assistant", "content": [{"type": "text", "text": "Logged the error as well."}]})
     path.write_text(json.dumps(messages))
-    after = [t.turn_uuid for t in _sessions(home)[TASK].turns]
+    after = [t.turn_uuid for t in sessions_by_id(cline, home)[TASK].turns]
     assert len(after) == len(before) + 2 and set(before) <= set(after)  # nothing renamed, nothing twice
     path.write_text(json.dumps(messages[:4]))  # a rewind drops the tail
-    rewound = [t.turn_uuid for t in _sessions(home)[TASK].turns]
+    rewound = [t.turn_uuid for t in sessions_by_id(cline, home)[TASK].turns]
     assert rewound == [before[0], before[1], after[2], before[2]]
 
 
@@ -200,7 +196,7 @@ def test_repeated_messages_get_distinct_ids(home):
     path = _history_file(home)
     yes = {"role": "user", "content": "yes"}
     path.write_text(json.dumps([yes, {"role": "assistant", "content": "ok"}, yes]))
-    ids = [t.turn_uuid for t in _sessions(home)[TASK].turns]
+    ids = [t.turn_uuid for t in sessions_by_id(cline, home)[TASK].turns]
     assert len(set(ids)) == 3 and ids[2] == ids[0] + "#2"
 
 
@@ -208,7 +204,7 @@ def test_truncated_messages_file_keeps_complete_messages(home):
     path = _messages_file(home)
     text = path.read_text()
     path.write_text(text[: text.index('"msg_Hb2nWc3c"') + 20])  # caught mid-write
-    session = _sessions(home)[SID]
+    session = sessions_by_id(cline, home)[SID]
     assert [t.turn_uuid for t in session.turns] == ["msg_mrc001_1", "msg_Qm3kTz1a", "msg_Zr7yPq2b_tool_toolu_01ReadCart"]
     assert [w.message for w in session.warnings] == ["truncated JSON (still being written?): kept 3 complete items"]
     assert str(session.warnings[0]).startswith(f"{path}:")
@@ -221,7 +217,7 @@ def test_truncated_messages_file_keeps_complete_messages(home):
 ])
 def test_unreadable_messages_files_warn_and_yield_nothing(home, content, warning):
     _messages_file(home).write_text(content)
-    session = _sessions(home)[SID]
+    session = sessions_by_id(cline, home)[SID]
     assert session.turns == [] and [w.message for w in session.warnings] == [warning]
 
 
@@ -236,7 +232,7 @@ def test_bad_messages_cost_only_themselves(home):
     ]
     raw = json.dumps(envelope).encode().replace(b"Fix the rounding", b"Fix the \xff rounding")
     path.write_bytes(raw)
-    session = _sessions(home)[SID]
+    session = sessions_by_id(cline, home)[SID]
     assert_well_formed(session)
     assert [w.message for w in session.warnings] == ["messages[1]: not an object"]
     ids = [t.turn_uuid for t in session.turns]
@@ -251,7 +247,7 @@ def test_huge_tool_result(home):
     envelope = json.loads(path.read_text())
     envelope["messages"][2]["content"][0]["content"] = "x" * 20_000_000
     path.write_text(json.dumps(envelope))
-    session = _sessions(home)[SID]
+    session = sessions_by_id(cline, home)[SID]
     assert len(session.turns[2].blocks[0].text) == 20_000_000
 
 
@@ -264,7 +260,7 @@ def test_vanished_or_unreadable_file_is_a_read_error(home):
 
 
 def test_sessions_flow_through_chunking(home):
-    for session in _sessions(home).values():
+    for session in sessions_by_id(cline, home).values():
         chunks = list(chunk_session(session))
         assert chunks and {c.session_id for c in chunks} == {session.session_id}
         assert {c.harness for c in chunks} == {"cline"}

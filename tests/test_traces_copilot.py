@@ -13,7 +13,7 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.copilot import parser as copilot
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts, turn
 
 ROOT = FIXTURES / "agents" / "copilot_cli"
 SID = "4f1d2e93-8f48-4961-abc9-53f422e9159f"
@@ -26,10 +26,6 @@ def e(n: int) -> str:
     return f"c0000000-0000-4000-8000-{n:012d}"
 
 
-def sessions(root=ROOT) -> dict:
-    return {unit.session_id: copilot.parse(unit) for unit in copilot.discover(root)}
-
-
 def test_discovery_of_session_folders_and_the_flat_layout():
     units = {unit.session_id: unit for unit in copilot.discover(ROOT)}
     assert set(units) == {SID, FLAT, NO_START}
@@ -40,7 +36,7 @@ def test_discovery_of_session_folders_and_the_flat_layout():
 
 
 def test_recorded_session():
-    session = sessions()[SID]
+    session = sessions_by_id(copilot, ROOT)[SID]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.harness, session.cwd, session.workdir, session.branch, session.repo) == (
@@ -62,7 +58,7 @@ def test_recorded_session():
 
 
 def test_tool_provenance_including_apply_patch_and_exit_codes():
-    session = sessions()[SID]
+    session = sessions_by_id(copilot, ROOT)[SID]
     calls = [b for b in turn(session, e(5)).blocks if b.block_type == "tool_use"]
     assert [(b.tool_name, b.files, b.command) for b in calls] == [
         ("view", (FileTouch("/home/dev/cop/src/util.py", "read"),), None),
@@ -78,7 +74,7 @@ def test_tool_provenance_including_apply_patch_and_exit_codes():
 
 
 def test_reasoning_once_ephemeral_and_bookkeeping_events_skipped():
-    session = sessions()[SID]
+    session = sessions_by_id(copilot, ROOT)[SID]
     ids = [t.turn_uuid for t in session.turns]
     assert shape(turn(session, e(3))) == ("assistant", [("thinking", None)])
     assert [b.block_type for b in turn(session, e(5)).blocks][0] == "text"  # its reasoningText repeats e(3)
@@ -89,7 +85,7 @@ def test_reasoning_once_ephemeral_and_bookkeeping_events_skipped():
 
 
 def test_older_layouts_and_workspace_yaml():
-    found = sessions()
+    found = sessions_by_id(copilot, ROOT)
     assert found[FLAT].cwd == "/home/dev/old" and [t.role for t in found[FLAT].turns] == ["user", "assistant"]
     bare = found[NO_START]  # no session.start: cwd, branch and repo from workspace.yaml
     assert (bare.cwd, bare.branch, bare.repo) == ("/home/dev/migrate", "main", "acme/migrate")
@@ -99,7 +95,7 @@ def test_appends_and_rewind_rewrites_keep_turn_ids(tmp_path):
     lines = MAIN.read_bytes().splitlines(keepends=True)
     path = tmp_path / SID / "events.jsonl"
     path.parent.mkdir()
-    full = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions()[SID].turns}
+    full = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions_by_id(copilot, ROOT)[SID].turns}
     for cut in range(1, len(lines) + 1):
         path.write_bytes(b"".join(lines[:cut]))
         early = copilot.parse(SourceUnit("copilot_cli", path, SID, "1:1"))
@@ -115,7 +111,7 @@ def test_appends_and_rewind_rewrites_keep_turn_ids(tmp_path):
 def test_bad_input_costs_only_the_bad_lines(tmp_path):
     path = tmp_path / "events.jsonl"
     shutil.copyfile(MAIN, path)
-    good = texts(sessions()[SID])
+    good = texts(sessions_by_id(copilot, ROOT)[SID])
     with path.open("ab") as out:
         out.write(b"\x00\x01 not json\n")
         out.write(b'{"type": "assistant.message", "data": "x", "id": "w1"}\n')
@@ -143,5 +139,5 @@ def test_default_roots_follow_copilot_home_and_the_legacy_xdg_state(monkeypatch,
 
 
 def test_a_parsed_session_chunks():
-    chunks = list(chunk_session(sessions()[SID]))
+    chunks = list(chunk_session(sessions_by_id(copilot, ROOT)[SID]))
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}

@@ -13,7 +13,7 @@ from funes.errors import TraceReadError
 from funes.agents.crush import parser as crush
 from funes.traces.model import FileTouch
 from trace_helpers import (assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
-                          locked_by_a_writer, shape, turn)
+                          locked_by_a_writer, sessions_by_id, shape, turn)
 
 builder = fixture_module("agents/crush/make_crush_db.py")
 MAIN, TASK = builder.MAIN, builder.TASK
@@ -50,10 +50,6 @@ def machine(isolated_env) -> dict[str, Path]:
     return {"shop": shop, "docs": docs, "moved": moved, "registry": registry}
 
 
-def parsed(root: Path) -> dict:
-    return {unit.session_id: crush.parse(unit) for unit in crush.discover(root)}
-
-
 def test_default_root_and_the_variables_that_move_it(isolated_env, monkeypatch):
     assert crush.default_roots() == [isolated_env / ".local" / "share" / "crush"]
     monkeypatch.setenv("XDG_DATA_HOME", str(isolated_env / "xdg"))
@@ -81,7 +77,7 @@ def test_a_project_a_data_dir_or_a_database_is_a_root_too(machine):
 
 
 def test_main_session(machine):
-    main = parsed(machine["shop"])[MAIN]
+    main = sessions_by_id(crush, machine["shop"])[MAIN]
     assert_well_formed(main)
     assert [t.turn_uuid for t in main.turns] == ["m01", "m02", "m03", "m04", "m05", "m06", "m07"]
     assert [shape(t) for t in main.turns[:3]] == [
@@ -100,7 +96,7 @@ def test_main_session(machine):
 
 
 def test_provenance(machine):
-    main = parsed(machine["shop"])[MAIN]
+    main = sessions_by_id(crush, machine["shop"])[MAIN]
     uses = {b.tool_use_id: b for t in main.turns for b in t.blocks if b.block_type == "tool_use" and b.tool_use_id}
     assert set(uses) == {"c1", "c2", "c4", "c5", "c6"}  # c3's arguments were still streaming
     assert uses["c1"].files == (FileTouch("/home/dev/shop/cart.py", "read"),)
@@ -112,7 +108,7 @@ def test_provenance(machine):
 
 
 def test_task_and_title_sessions(machine):
-    found = parsed(machine["shop"])
+    found = sessions_by_id(crush, machine["shop"])
     assert set(found) == {MAIN, TASK}
     assert (found[TASK].parent_session_id, found[TASK].is_subagent) == (MAIN, True)
 
@@ -142,7 +138,7 @@ def test_bad_rows_cost_only_themselves(machine):
             {"type": "text", "data": "not an object"}, {"type": "tool_call", "data": {"id": 3, "input": 7}},
             {"type": "text", "data": {"text": "y" * 2_000_000}}, builder.FINISH]),))
     conn.close()
-    main = parsed(machine["shop"])[MAIN]
+    main = sessions_by_id(crush, machine["shop"])[MAIN]
     assert_well_formed(main)
     assert [w.message.split(":")[0] for w in main.warnings] == ["message m03", "message m05"]
     assert all(w.line > 0 and w.path == str(db) for w in main.warnings)
@@ -167,5 +163,5 @@ def test_unreadable_databases_are_read_errors(machine, monkeypatch, isolated_env
 
 
 def test_a_parsed_session_chunks(machine):
-    chunks = list(chunk_session(parsed(machine["shop"])[MAIN]))
+    chunks = list(chunk_session(sessions_by_id(crush, machine["shop"])[MAIN]))
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}

@@ -15,7 +15,7 @@ import funes.agents.cursor as cursor_agent
 from funes.agents.cursor import parser as cursor
 from funes.traces.model import FileTouch
 from trace_helpers import (AGENT_FIXTURES, assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
-                          locked_by_a_writer, shape)
+                          locked_by_a_writer, sessions_by_id, shape)
 
 builder = fixture_module("agents/cursor/make_cursor_vscdb.py")
 PROJECTS = AGENT_FIXTURES / "cursor" / "projects"
@@ -37,10 +37,6 @@ def home(isolated_env) -> Path:
     return isolated_env
 
 
-def parsed(root: Path) -> dict:
-    return {unit.session_id: cursor.parse(unit) for unit in cursor.discover(root)}
-
-
 def test_default_roots_per_platform(isolated_env, monkeypatch):
     assert cursor.default_roots() == [isolated_env / ".config" / "Cursor" / "User", isolated_env / ".cursor" / "projects"]
     monkeypatch.setattr(cursor_agent.sys, "platform", "darwin")
@@ -56,7 +52,7 @@ def test_discovery_of_both_stores(home):
 
 
 def test_transcript_turns_and_provenance(home):
-    main = parsed(home / ".cursor" / "projects")[MAIN]
+    main = sessions_by_id(cursor, home / ".cursor" / "projects")[MAIN]
     assert_well_formed(main)
     assert [t.turn_uuid for t in main.turns] == [f"{MAIN}:{i}" for i in (0, 1, 3, 4, 5)]  # line 2: turn_ended
     assert [shape(t) for t in main.turns[:3]] == [
@@ -76,7 +72,7 @@ def test_transcript_turns_and_provenance(home):
 
 
 def test_subagent_and_flat_transcripts(home):
-    found = parsed(home / ".cursor" / "projects")
+    found = sessions_by_id(cursor, home / ".cursor" / "projects")
     child = found[CHILD]
     assert (child.is_subagent, child.parent_session_id) == (True, MAIN)
     flat = found[FLAT]
@@ -97,7 +93,7 @@ def test_an_appended_transcript_keeps_old_ids(home):
 
 
 def test_ide_composer(home):
-    modern = parsed(home / ".config" / "Cursor" / "User")[builder.MODERN]
+    modern = sessions_by_id(cursor, home / ".config" / "Cursor" / "User")[builder.MODERN]
     assert_well_formed(modern)
     assert [t.turn_uuid for t in modern.turns] == ["b1", "b2", "b3", "b3:result", "b4", "b4:result", "b5", "b6"]
     assert [shape(t) for t in modern.turns[1:4]] == [
@@ -115,7 +111,7 @@ def test_ide_composer(home):
 
 
 def test_ide_legacy_inline_composer(home):
-    legacy = parsed(home / ".config" / "Cursor" / "User")[builder.LEGACY]
+    legacy = sessions_by_id(cursor, home / ".config" / "Cursor" / "User")[builder.LEGACY]
     assert [(t.turn_uuid, t.role) for t in legacy.turns] == [("l1", "user"), ("l2", "assistant")]
     assert legacy.cwd == ""
 
@@ -147,7 +143,7 @@ def test_bad_values_cost_only_themselves(home):
             f"bubbleId:{builder.MODERN}:b5"))
         conn.execute("UPDATE cursorDiskKV SET value = 'garbage' WHERE key = ?", (f"composerData:{builder.LEGACY}",))
     conn.close()
-    found = parsed(db)
+    found = sessions_by_id(cursor, db)
     modern = found[builder.MODERN]
     assert_well_formed(modern)
     assert [w.message.split(":")[0] for w in modern.warnings] == ["bubble b2", "bubble b4"]
@@ -177,7 +173,7 @@ def test_unreadable_stores_are_read_errors(home, monkeypatch, isolated_env):
 
 
 def test_parsed_sessions_chunk(home):
-    chunks = [c for s in parsed(home / ".config" / "Cursor" / "User").values() for c in chunk_session(s)]
+    chunks = [c for s in sessions_by_id(cursor, home / ".config" / "Cursor" / "User").values() for c in chunk_session(s)]
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}
 
 

@@ -15,7 +15,7 @@ from funes.errors import TraceReadError
 from funes.agents.gemini import AGENT
 from funes.agents.gemini import parser as gemini
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts, turn
 
 ROOT = FIXTURES / "agents" / "gemini_cli"
 CHATS = ROOT / "tmp" / "notes" / "chats"
@@ -23,10 +23,6 @@ MAIN = CHATS / "session-2026-12-01T10-22-54614887.jsonl"
 MAIN_ID = "54614887-c1a4-4d2a-9a1e-3f0b7c5d2e61"
 LEGACY_ID = "01d5e551-0000-4000-8000-00000000a11d"
 SUBAGENT_ID = "b7c1d2e3-5555-4aaa-8bbb-0123456789ab"
-
-
-def sessions(root: Path = ROOT) -> dict:
-    return {unit.session_id: gemini.parse(unit) for unit in gemini.discover(root)}
 
 
 @pytest.fixture
@@ -46,7 +42,7 @@ def test_discovery_finds_each_session_once_in_its_biggest_file():
 
 
 def test_recorded_session_turns_blocks_and_provenance():
-    session = sessions()[MAIN_ID]
+    session = sessions_by_id(gemini, ROOT)[MAIN_ID]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.harness, session.cwd, session.workdir) == ("gemini_cli", "/home/dev/notes", "-home-dev-notes")
@@ -74,7 +70,7 @@ def test_recorded_session_turns_blocks_and_provenance():
 
 
 def test_tool_calls_name_their_files_commands_and_exit_codes():
-    session = sessions()[MAIN_ID]
+    session = sessions_by_id(gemini, ROOT)[MAIN_ID]
     act = turn(session, "a1f0c2d4-0002-4e00-8000-000000000002")
     assert [(b.tool_name, b.files, b.command) for b in act.blocks if b.block_type == "tool_use"] == [
         ("write_file", (FileTouch("/home/dev/notes/README.md", "write"),), None),
@@ -89,7 +85,7 @@ def test_tool_calls_name_their_files_commands_and_exit_codes():
 
 
 def test_rewound_messages_stay_and_notices_and_commands_are_skipped():
-    session = sessions()[MAIN_ID]
+    session = sessions_by_id(gemini, ROOT)[MAIN_ID]
     ids = [t.turn_uuid for t in session.turns]
     assert "a1f0c2d4-0004-4e00-8000-000000000004" in ids  # rewound away later, still said
     assert ids[-2:] == ["a1f0c2d4-0007-4e00-8000-000000000007", "a1f0c2d4-0008-4e00-8000-000000000008"]
@@ -101,7 +97,7 @@ def test_rewound_messages_stay_and_notices_and_commands_are_skipped():
 
 
 def test_legacy_whole_file_session_and_subagent():
-    found = sessions()
+    found = sessions_by_id(gemini, ROOT)
     legacy = found[LEGACY_ID]
     assert legacy.cwd == "/home/dev/old-app"  # hash-named folder: the root whose SHA-256 is projectHash
     assert legacy.repo is None
@@ -117,10 +113,10 @@ def test_legacy_whole_file_session_and_subagent():
 def test_appends_and_rewrites_keep_turn_ids(home):
     main = home / "tmp" / "notes" / "chats" / MAIN.name
     lines = MAIN.read_bytes().splitlines(keepends=True)
-    full = sessions(home)[MAIN_ID]
+    full = sessions_by_id(gemini, home)[MAIN_ID]
     for cut in range(1, len(lines)):
         main.write_bytes(b"".join(lines[:cut]))
-        early = sessions(home)[MAIN_ID]
+        early = sessions_by_id(gemini, home)[MAIN_ID]
         assert_well_formed(early)
         for old in early.turns:  # every turn keeps its id and the blocks it had, in place
             now = turn(full, old.turn_uuid)
@@ -128,10 +124,10 @@ def test_appends_and_rewrites_keep_turn_ids(home):
     # a legacy file rewritten whole (a turn added, re-indented) keeps the old ids
     legacy = next((home / "tmp").glob("*/chats/*.json"))
     data = json.loads(legacy.read_text())
-    before = [t.turn_uuid for t in sessions(home)[LEGACY_ID].turns]
+    before = [t.turn_uuid for t in sessions_by_id(gemini, home)[LEGACY_ID].turns]
     data["messages"].append({"id": "l4", "timestamp": "2025-09-10T09:00:00Z", "type": "user", "content": "thanks"})
     legacy.write_text(json.dumps(data))
-    assert [t.turn_uuid for t in sessions(home)[LEGACY_ID].turns] == [*before, "l4"]
+    assert [t.turn_uuid for t in sessions_by_id(gemini, home)[LEGACY_ID].turns] == [*before, "l4"]
     # resuming it migrates it to a .jsonl beside it: one session, same ids
     migrated = legacy.with_suffix(".jsonl")
     meta = {k: v for k, v in data.items() if k != "messages"}
@@ -143,7 +139,7 @@ def test_appends_and_rewrites_keep_turn_ids(home):
 
 def test_bad_input_costs_only_the_bad_lines(home):
     main = home / "tmp" / "notes" / "chats" / MAIN.name
-    good = sessions(home)[MAIN_ID]
+    good = sessions_by_id(gemini, home)[MAIN_ID]
     with main.open("ab") as out:
         out.write(b"not json\n")
         out.write(b"[1, 2]\n")
@@ -151,7 +147,7 @@ def test_bad_input_costs_only_the_bad_lines(home):
         out.write(b'{"id": "w2", "type": "user", "content": [{"text": "caf\xe9 bad byte"}]}\n')
         out.write(b'{"id": "big", "type": "user", "content": "' + b"x" * 5_000_000 + b'"}\n')
         out.write(b'{"id": "w3", "type": "user", "content": "partial')
-    session = sessions(home)[MAIN_ID]
+    session = sessions_by_id(gemini, home)[MAIN_ID]
     assert_well_formed(session)
     assert texts(session)[:len(texts(good))] == texts(good)
     assert turn(session, "w2").blocks[0].text == "caf\ufffd bad byte"
@@ -184,6 +180,6 @@ def test_roots_follow_gemini_cli_home(monkeypatch, tmp_path):
 
 
 def test_a_parsed_session_chunks():
-    chunks = list(chunk_session(sessions()[MAIN_ID]))
+    chunks = list(chunk_session(sessions_by_id(gemini, ROOT)[MAIN_ID]))
     assert {c.harness for c in chunks} == {"gemini_cli"}
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}

@@ -14,7 +14,7 @@ from funes.errors import TraceReadError
 from funes.agents.goose import parser as goose
 from funes.traces.model import FileTouch, SourceUnit
 from trace_helpers import (AGENT_FIXTURES, assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
-                          locked_by_a_writer, shape)
+                          locked_by_a_writer, sessions_by_id, shape)
 
 FIXTURES = AGENT_FIXTURES / "goose"
 MAIN = "20260528_1"
@@ -36,10 +36,6 @@ def sessions_dir(isolated_env) -> Path:
     return folder
 
 
-def parsed(root: Path) -> dict:
-    return {unit.session_id: goose.parse(unit) for unit in goose.discover(root)}
-
-
 def test_default_root_and_the_variables_that_move_it(isolated_env, monkeypatch):
     assert goose.default_roots() == [isolated_env / ".local" / "share" / "goose" / "sessions"]
     monkeypatch.setenv("XDG_DATA_HOME", str(isolated_env / "xdg"))
@@ -58,7 +54,7 @@ def test_discovery_reads_each_session_once(sessions_dir):
 
 
 def test_main_session_turns(sessions_dir):
-    main = parsed(sessions_dir)[MAIN]
+    main = sessions_by_id(goose, sessions_dir)[MAIN]
     assert_well_formed(main)
     assert (main.cwd, main.workdir, main.is_subagent) == ("/home/dev/api", "-home-dev-api", False)
     assert [shape(t) for t in main.turns[:5]] == [
@@ -85,7 +81,7 @@ def test_main_session_turns(sessions_dir):
 
 
 def test_provenance(sessions_dir):
-    main = parsed(sessions_dir)[MAIN]
+    main = sessions_by_id(goose, sessions_dir)[MAIN]
     uses = {b.tool_use_id: b for t in main.turns for b in t.blocks if b.block_type == "tool_use"}
     assert uses["toolu_1"].command == "pytest tests/test_upload.py -x" and uses["toolu_1"].files == ()
     assert uses["toolu_2"].files == (FileTouch("/home/dev/api/upload.py", "read"),)
@@ -95,7 +91,7 @@ def test_provenance(sessions_dir):
 
 
 def test_subagent_and_hidden_sessions(sessions_dir):
-    found = parsed(sessions_dir)
+    found = sessions_by_id(goose, sessions_dir)
     assert "20260528_3" not in found
     assert found["20260528_2"].is_subagent is True
     assert [shape(t) for t in found["20260528_2"].turns] == [("user", [("text", None)]),
@@ -103,7 +99,7 @@ def test_subagent_and_hidden_sessions(sessions_dir):
 
 
 def test_legacy_jsonl_session(sessions_dir):
-    legacy = parsed(sessions_dir)["20250219_1"]
+    legacy = sessions_by_id(goose, sessions_dir)["20250219_1"]
     assert_well_formed(legacy)
     assert legacy.cwd == "/home/dev/old-cli"
     assert [shape(t) for t in legacy.turns] == [
@@ -179,7 +175,7 @@ def test_bad_rows_cost_only_themselves(sessions_dir):
                      (json.dumps([{"type": "toolRequest", "id": 5, "toolCall": "yes"}, {"type": "text", "text": 3},
                                   {"type": "text", "text": "x" * 3_000_000}]), ids[9]))
     conn.close()
-    main = parsed(sessions_dir)[MAIN]
+    main = sessions_by_id(goose, sessions_dir)[MAIN]
     assert_well_formed(main)
     assert [(w.line, w.message.split(":")[0]) for w in main.warnings] == [
         (ids[0], f"message {ids[0]}"), (ids[5], f"message {ids[5]}"), (ids[8], f"message {ids[8]}")]
@@ -208,5 +204,5 @@ def test_unreadable_stores_are_read_errors(sessions_dir, monkeypatch, isolated_e
 
 
 def test_a_parsed_session_chunks(sessions_dir):
-    chunks = list(chunk_session(parsed(sessions_dir)[MAIN]))
+    chunks = list(chunk_session(sessions_by_id(goose, sessions_dir)[MAIN]))
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}

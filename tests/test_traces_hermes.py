@@ -10,13 +10,10 @@ import pytest
 from funes.errors import TraceReadError
 from funes.agents.hermes import parser as hermes
 from funes.traces import sqlite as sqlite_store
-from trace_helpers import assert_well_formed, build_hermes_db, hermes_builder, shape, locked_by_a_writer
+from trace_helpers import (assert_well_formed, build_hermes_db, hermes_builder, locked_by_a_writer, sessions_by_id,
+                          shape)
 
 BUILDER = hermes_builder()
-
-
-def _sessions(db):
-    return {unit.session_id: hermes.parse(unit) for unit in hermes.discover(db)}
 
 
 @pytest.fixture
@@ -36,7 +33,7 @@ def _insert(db, **row):
 def test_expected_turn_counts(tmp_path, legacy):
     db = build_hermes_db(tmp_path / "state.db", legacy=legacy)
     expected = BUILDER.EXPECTED_TURNS_LEGACY if legacy else BUILDER.EXPECTED_TURNS
-    sessions = _sessions(db)
+    sessions = sessions_by_id(hermes, db)
     assert {sid: len(s.turns) for sid, s in sessions.items()} == expected  # s_empty has no unit
     for session in sessions.values():
         assert_well_formed(session)
@@ -72,7 +69,7 @@ def test_main_session(current_db):
 
 
 def test_compaction_and_subagents(current_db):
-    sessions = _sessions(current_db)
+    sessions = sessions_by_id(hermes, current_db)
     child = sessions["s_rot_child"]
     assert child.parent_session_id == "s_rot_parent" and not child.is_subagent  # a continuation
     assert [t.blocks[0].text for t in child.turns] == ["Now list the open questions.", "1. Embedding model. 2. Retention."]
@@ -89,13 +86,13 @@ def test_genuine_repeats_survive_when_the_schema_marks_archived_rows(tmp_path):
     for db in (current, legacy):
         for _ in range(2):
             _insert(db, session_id="s_rot_parent", role="user", content="yes", timestamp=BUILDER.T0 + 150)
-    assert [t.blocks[0].text for t in _sessions(current)["s_rot_parent"].turns][-2:] == ["yes", "yes"]
+    assert [t.blocks[0].text for t in sessions_by_id(hermes, current)["s_rot_parent"].turns][-2:] == ["yes", "yes"]
     # without archive markers a repeat cannot be told from a re-inserted copy
-    assert [t.blocks[0].text for t in _sessions(legacy)["s_rot_parent"].turns][-2:] == ["It proposes a Lance-backed memory.", "yes"]
+    assert [t.blocks[0].text for t in sessions_by_id(hermes, legacy)["s_rot_parent"].turns][-2:] == ["It proposes a Lance-backed memory.", "yes"]
 
 
 def test_new_rows_keep_earlier_turn_ids(current_db):
-    before = _sessions(current_db)["s_main"]
+    before = sessions_by_id(hermes, current_db)["s_main"]
     _insert(current_db, session_id="s_main", role="user", content="thanks, fixed", timestamp=BUILDER.T0 + 9)
     [unit] = [u for u in hermes.discover(current_db) if u.session_id == "s_main"]
     assert unit.signature == "22:8"
@@ -122,7 +119,7 @@ def test_odd_values_do_not_cost_the_session(current_db):
     with conn:  # invalid UTF-8 stored as TEXT
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s_sub', 'user', CAST(x'41ff42' AS TEXT), 2)")
     conn.close()
-    session = _sessions(current_db)["s_sub"]
+    session = sessions_by_id(hermes, current_db)["s_sub"]
     assert [t.turn_uuid for t in session.turns] == ["20", "21", "22", "24", "25"]
     assert session.turns[2].blocks[0].text == "\ufffd\ufffdbytes"  # a BLOB, decoded; its tool_calls lost
     assert session.turns[3].blocks[0].text == "12"
@@ -139,7 +136,7 @@ def test_read_only_and_nothing_left_beside_the_database(current_db, monkeypatch)
     monkeypatch.setattr(sqlite_store.sqlite3, "connect", lambda database, **kw: uris.append(database) or real_connect(database, **kw))
     before = current_db.read_bytes()
     beside = sorted(path.name for path in current_db.parent.iterdir())
-    count = len(_sessions(current_db))
+    count = len(sessions_by_id(hermes, current_db))
     assert uris and all(uri.startswith("file:") and uri.endswith("?mode=ro&immutable=1") for uri in uris)
     assert sorted(path.name for path in current_db.parent.iterdir()) == beside
     assert current_db.read_bytes() == before
@@ -151,7 +148,7 @@ def test_read_only_and_nothing_left_beside_the_database(current_db, monkeypatch)
         hermes_process.execute("INSERT INTO sessions (id, source, started_at) VALUES ('s_new', 'cli', 1)")
         hermes_process.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s_new', 'user', 'hi', 2)")
         hermes_process.commit()
-        assert len(_sessions(current_db)) == count + 1
+        assert len(sessions_by_id(hermes, current_db)) == count + 1
         assert uris and all(uri.endswith("?mode=ro") for uri in uris)
     finally:
         hermes_process.close()

@@ -16,7 +16,7 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.kiro import parser as kiro
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn, locked_by_a_writer
+from trace_helpers import FIXTURES, assert_well_formed, locked_by_a_writer, sessions_by_id, shape, texts, turn
 
 SESSIONS = FIXTURES / "agents" / "kiro_cli" / "sessions" / "cli"
 SID = "3c2b1a00-7777-4888-9999-aaaabbbbcccc"
@@ -31,10 +31,6 @@ _spec.loader.exec_module(BUILDER)
 @pytest.fixture
 def db(tmp_path) -> Path:
     return BUILDER.build(tmp_path / "kiro-cli" / "data.sqlite3")
-
-
-def conversations(db: Path) -> dict:
-    return {unit.session_id: kiro.parse(unit) for unit in kiro.discover(db)}
 
 
 # ---------------------------------------------------------------- session files
@@ -97,7 +93,7 @@ def test_database_units_one_per_conversation(db):
     assert set(units) == set(BUILDER.EXPECTED_TURNS)  # the old table's copy of conv-other is read once
     assert units["conv-main"].signature.startswith(f"{BUILDER.T0 + 141_500}:")
     assert set(units) == {unit.session_id for unit in kiro.discover(db.parent)}  # the folder works too
-    found = conversations(db)
+    found = sessions_by_id(kiro, db)
     assert {cid: len(s.turns) for cid, s in found.items()} == BUILDER.EXPECTED_TURNS
     for session in found.values():
         assert_well_formed(session)
@@ -105,7 +101,7 @@ def test_database_units_one_per_conversation(db):
 
 
 def test_conversation_turns_ids_and_provenance(db):
-    session = conversations(db)["conv-main"]
+    session = sessions_by_id(kiro, db)["conv-main"]
     assert (session.cwd, session.workdir, session.source_path) == ("/home/dev/api", "-home-dev-api", str(db))
     ask, act, results, answer = session.turns[:4]
     assert shape(ask) == ("user", [("text", None)]) and ask.ts == "2026-06-01T07:00:00.123Z"
@@ -125,22 +121,22 @@ def test_conversation_turns_ids_and_provenance(db):
 
 def test_amazon_q_store(tmp_path):
     db = BUILDER.build(tmp_path / "amazon-q" / "data.sqlite3", amazon_q=True)
-    found = conversations(db)
+    found = sessions_by_id(kiro, db)
     assert {cid: len(s.turns) for cid, s in found.items()} == BUILDER.EXPECTED_TURNS_AMAZON_Q
     assert found["conv-old"].cwd == "/home/dev/legacy"
 
 
 def test_rewritten_rows_keep_turn_ids_through_growth_and_compaction(db):
-    before = {t.turn_uuid: [b.text for b in t.blocks] for t in conversations(db)["conv-main"].turns}
+    before = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions_by_id(kiro, db)["conv-main"].turns}
     signature = {u.session_id: u.signature for u in kiro.discover(db)}["conv-main"]
     grown = [*BUILDER.MAIN_HISTORY, {"user": BUILDER.prompt(BUILDER.API, "And the docs?", "2026-06-01T09:05:00Z"),
                                      "assistant": BUILDER.response("m-5", "Documented in README.")}]
     BUILDER.set_history(db, "conv-main", grown, BUILDER.T0 + 300_000)
     assert {u.session_id: u.signature for u in kiro.discover(db)}["conv-main"] != signature
-    after = {t.turn_uuid: [b.text for b in t.blocks] for t in conversations(db)["conv-main"].turns}
+    after = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions_by_id(kiro, db)["conv-main"].turns}
     assert {k: after[k] for k in before} == before and len(after) == len(before) + 2
     BUILDER.set_history(db, "conv-main", grown[2:], BUILDER.T0 + 400_000)  # /compact drops the oldest entries
-    compacted = {t.turn_uuid: [b.text for b in t.blocks] for t in conversations(db)["conv-main"].turns}
+    compacted = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions_by_id(kiro, db)["conv-main"].turns}
     assert all(after[k] == v for k, v in compacted.items()) and len(compacted) == 6
 
 
@@ -155,7 +151,7 @@ def test_odd_rows_cost_only_themselves(db):
         conn.execute("INSERT INTO conversations_v2 VALUES ('/x', 'conv-bytes', CAST(? AS BLOB), 1, 4)",
                      (b'{"history": [{"user": {"content": {"Prompt": {"prompt": "caf\xe9"}}}}]}',))
     conn.close()
-    found = conversations(db)
+    found = sessions_by_id(kiro, db)
     assert found["conv-bad"].turns == [] and "not JSON" in found["conv-bad"].warnings[0].message
     shapes = found["conv-shapes"]
     assert_well_formed(shapes)
@@ -166,7 +162,7 @@ def test_odd_rows_cost_only_themselves(db):
 
 def test_the_database_is_read_only_and_a_lock_is_a_read_error(db, monkeypatch):
     before = db.read_bytes()
-    conversations(db)
+    sessions_by_id(kiro, db)
     assert db.read_bytes() == before and not db.with_name(db.name + "-wal").exists()
     [unit] = [u for u in kiro.discover(db) if u.session_id == "conv-main"]
     with locked_by_a_writer(db, monkeypatch):
@@ -196,7 +192,7 @@ def test_default_roots(monkeypatch, tmp_path):
 
 
 def test_parsed_sessions_chunk(db):
-    chunks = [*chunk_session(conversations(db)["conv-main"]),
+    chunks = [*chunk_session(sessions_by_id(kiro, db)["conv-main"]),
               *chunk_session(kiro.parse(SourceUnit("kiro_cli", SESSION_FILE, SID, "1")))]
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}
-    assert texts(conversations(db)["conv-other"]) == ["Which bundler do we use?", "Vite, configured in vite.config.ts."]
+    assert texts(sessions_by_id(kiro, db)["conv-other"]) == ["Which bundler do we use?", "Vite, configured in vite.config.ts."]

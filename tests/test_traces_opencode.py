@@ -14,7 +14,7 @@ from funes.errors import TraceReadError
 from funes.agents.opencode import parser as opencode
 from funes.traces.model import FileTouch, SourceUnit
 from trace_helpers import (AGENT_FIXTURES, assert_corrupt_database_is_a_read_error, assert_well_formed, fixture_module,
-                          locked_by_a_writer, shape, turn)
+                          locked_by_a_writer, sessions_by_id, shape, turn)
 
 STORAGE = AGENT_FIXTURES / "opencode" / "storage"
 
@@ -39,10 +39,6 @@ def data_dir(isolated_env, builder) -> Path:
     return folder
 
 
-def sessions(root: Path) -> dict:
-    return {unit.session_id: opencode.parse(unit) for unit in opencode.discover(root)}
-
-
 def test_default_root_is_the_xdg_data_folder_and_opencode_db_moves_the_database(isolated_env, monkeypatch):
     assert opencode.default_roots() == [isolated_env / ".local" / "share" / "opencode"]
     monkeypatch.setenv("XDG_DATA_HOME", str(isolated_env / "xdg"))
@@ -54,7 +50,7 @@ def test_default_root_is_the_xdg_data_folder_and_opencode_db_moves_the_database(
 
 
 def test_main_session_turns_blocks_and_ids(data_dir):
-    main = sessions(data_dir)["ses_0main"]
+    main = sessions_by_id(opencode, data_dir)["ses_0main"]
     assert_well_formed(main)
     assert (main.cwd, main.workdir, main.branch, main.is_subagent) == ("/home/dev/widget", "-home-dev-widget",
                                                                        "feature/login", False)
@@ -77,7 +73,7 @@ def test_main_session_turns_blocks_and_ids(data_dir):
 
 
 def test_tool_provenance(data_dir):
-    main = sessions(data_dir)["ses_0main"]
+    main = sessions_by_id(opencode, data_dir)["ses_0main"]
     uses = {b.tool_use_id: b for t in main.turns for b in t.blocks if b.block_type == "tool_use"}
     assert uses["call_r1"].files == (FileTouch("/home/dev/widget/src/form.tsx", "read"),)
     assert uses["call_e1"].files == (FileTouch("/home/dev/widget/src/form.tsx", "edit"),)
@@ -92,7 +88,7 @@ def test_tool_provenance(data_dir):
 
 
 def test_skipped_parts_and_messages(data_dir):
-    main = sessions(data_dir)["ses_0main"]
+    main = sessions_by_id(opencode, data_dir)["ses_0main"]
     every_text = [b.text for t in main.turns for b in t.blocks]
     assert not any("Called the Read tool" in text for text in every_text)  # synthetic
     assert not any(text.startswith("Summary:") for text in every_text)  # compaction summary
@@ -101,7 +97,7 @@ def test_skipped_parts_and_messages(data_dir):
 
 
 def test_subagent_session_and_empty_session(data_dir):
-    found = sessions(data_dir)
+    found = sessions_by_id(opencode, data_dir)
     assert set(found) == {"ses_0main", "ses_1child"}  # ses_2empty has no messages
     child = found["ses_1child"]
     assert (child.parent_session_id, child.is_subagent) == ("ses_0main", True)
@@ -192,7 +188,7 @@ def test_bad_rows_cost_only_themselves(data_dir):
                      (json.dumps({"type": "text", "text": "x" * 5_000_000}),))
         conn.execute("UPDATE message SET data = '{\"role\": \"user\", \"time\": \"yesterday\"}' WHERE id = 'msg_a08'")
     conn.close()
-    main = sessions(data_dir)["ses_0main"]
+    main = sessions_by_id(opencode, data_dir)["ses_0main"]
     assert_well_formed(main)
     assert [(w.line > 0, w.message.split(":")[0]) for w in main.warnings] == [
         (True, "part prt_a02_02"), (True, "message msg_a04")]
@@ -238,13 +234,13 @@ def test_the_database_is_opened_read_only(data_dir):
     db.chmod(0o444)
     (data_dir / "opencode.db-wal").unlink(missing_ok=True)
     try:
-        assert len(sessions(data_dir)["ses_0main"].turns) == 10
+        assert len(sessions_by_id(opencode, data_dir)["ses_0main"].turns) == 10
     finally:
         db.chmod(0o644)
 
 
 def test_a_parsed_session_chunks(data_dir):
-    main = sessions(data_dir)["ses_0main"]
+    main = sessions_by_id(opencode, data_dir)["ses_0main"]
     chunks = list(chunk_session(main))
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}
     assert {c.harness for c in chunks} == {"opencode"}

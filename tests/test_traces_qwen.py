@@ -5,7 +5,6 @@ and then extended with the records the format has (funes/agents/qwen/FORMAT.md).
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.agents.qwen import parser as qwen
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts, turn
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts, turn
 
 ROOT = FIXTURES / "agents" / "qwen_code"
 PROJECT = ROOT / "projects" / "-home-dev-notes"
@@ -27,10 +26,6 @@ def u(n: int) -> str:
     return f"9a000000-0000-4000-8000-{n:012d}"
 
 
-def sessions(root: Path = ROOT) -> dict:
-    return {unit.session_id: qwen.parse(unit) for unit in qwen.discover(root)}
-
-
 def test_discovery_main_archived_and_subagent_sessions():
     units = {unit.session_id: unit for unit in qwen.discover(ROOT)}
     assert set(units) == {SID, ARCHIVED, AGENT}  # .jsonl.stream and .meta.json are not sessions
@@ -40,7 +35,7 @@ def test_discovery_main_archived_and_subagent_sessions():
 
 
 def test_recorded_session():
-    session = sessions()[SID]
+    session = sessions_by_id(qwen, ROOT)[SID]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.harness, session.cwd, session.workdir, session.branch) == (
@@ -62,7 +57,7 @@ def test_recorded_session():
 
 
 def test_provenance_of_edits_writes_notebooks_reads_and_commands():
-    session = sessions()[SID]
+    session = sessions_by_id(qwen, ROOT)[SID]
     calls = [b for b in turn(session, u(2)).blocks if b.block_type == "tool_use"]
     assert [(b.tool_name, b.files, b.command) for b in calls] == [
         ("edit", (FileTouch("/home/dev/notes/notes.py", "edit"),), None),
@@ -76,7 +71,7 @@ def test_provenance_of_edits_writes_notebooks_reads_and_commands():
 
 
 def test_system_and_synthetic_records_are_skipped_and_rewinds_branch():
-    session = sessions()[SID]
+    session = sessions_by_id(qwen, ROOT)[SID]
     ids = {t.turn_uuid for t in session.turns}
     assert not ids & {u(8), u(9), u(10), u(13)}  # /compress, compression checkpoint, notification, rewind
     assert "Summary: the typo was fixed" not in " ".join(texts(session))
@@ -87,7 +82,7 @@ def test_system_and_synthetic_records_are_skipped_and_rewinds_branch():
 
 
 def test_subagent_and_archived_sessions():
-    found = sessions()
+    found = sessions_by_id(qwen, ROOT)
     agent = found[AGENT]
     assert agent.is_subagent and agent.parent_session_id == SID and agent.branch == "feature/notes"
     assert [shape(t) for t in agent.turns] == [
@@ -101,7 +96,7 @@ def test_subagent_and_archived_sessions():
 def test_appends_keep_turn_ids(tmp_path):
     lines = MAIN.read_bytes().splitlines(keepends=True)
     path = tmp_path / f"{SID}.jsonl"
-    full = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions()[SID].turns}
+    full = {t.turn_uuid: [b.text for b in t.blocks] for t in sessions_by_id(qwen, ROOT)[SID].turns}
     for cut in range(1, len(lines)):
         path.write_bytes(b"".join(lines[:cut]))
         early = qwen.parse(SourceUnit("qwen_code", path, SID, "1:1"))
@@ -112,7 +107,7 @@ def test_appends_keep_turn_ids(tmp_path):
 def test_bad_input_costs_only_the_bad_lines(tmp_path):
     path = tmp_path / f"{SID}.jsonl"
     shutil.copyfile(MAIN, path)
-    good = texts(sessions()[SID])
+    good = texts(sessions_by_id(qwen, ROOT)[SID])
     with path.open("ab") as out:
         out.write(b"not json\n")
         out.write(b'{"uuid": "w1", "type": "assistant", "message": {"parts": "x"}}\n')
@@ -139,5 +134,5 @@ def test_default_roots_follow_qwen_runtime_dir_then_qwen_home(monkeypatch, tmp_p
 
 
 def test_a_parsed_session_chunks():
-    chunks = list(chunk_session(sessions()[SID]))
+    chunks = list(chunk_session(sessions_by_id(qwen, ROOT)[SID]))
     assert {c.block_type for c in chunks} == {"text", "thinking", "tool_use", "tool_result"}

@@ -15,7 +15,7 @@ from funes.agents.cline.tasks import message_digest
 from funes.agents.roo import EXTENSION_ID
 from funes.agents.roo import parser as roo
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, shape, texts
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts
 
 PARENT = "3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c"
 CHILD = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -31,10 +31,6 @@ def storage(tmp_path):
 
 def _history(storage, task=PARENT):
     return storage / "tasks" / task / "api_conversation_history.json"
-
-
-def _sessions(root):
-    return {unit.session_id: roo.parse(unit) for unit in roo.discover(root)}
 
 
 def test_discovery_from_the_default_roots(storage, tmp_path, monkeypatch):
@@ -56,7 +52,7 @@ def test_custom_storage_path_setting_is_a_root(tmp_path, monkeypatch):
 
 
 def test_task_turns_blocks_and_provenance(storage):
-    session = _sessions(storage)[PARENT]
+    session = sessions_by_id(roo, storage)[PARENT]
     assert_well_formed(session)
     assert session.warnings == []
     assert (session.harness, session.cwd, session.workdir) == ("roo_code", "/home/dev/crate", "-home-dev-crate")
@@ -88,7 +84,7 @@ def test_task_turns_blocks_and_provenance(storage):
 
 
 def test_subtask_names_its_parent(storage):
-    child = _sessions(storage)[CHILD]
+    child = sessions_by_id(roo, storage)[CHILD]
     assert (child.parent_session_id, child.is_subagent, child.cwd) == (PARENT, True, "/home/dev/crate")
     assert [shape(t) for t in child.turns] == [("user", [("text", None)]),
                                                ("assistant", [("text", None), ("tool_use", "attempt_completion")])]
@@ -98,7 +94,7 @@ def test_condensing_and_truncation_in_place_keep_ids(storage):
     """Roo rewrites the array: tags old messages, appends a summary, inserts a truncation
     marker mid-array.  No unchanged message changes id."""
     path = _history(storage)
-    before = _sessions(storage)[PARENT]
+    before = sessions_by_id(roo, storage)[PARENT]
     messages = json.loads(path.read_text())
     for message in messages:
         message["condenseParent"] = "cond-2"
@@ -108,17 +104,17 @@ def test_condensing_and_truncation_in_place_keep_ids(storage):
                      "content": [{"type": "text", "text": "summary"}]})
     messages.append({"role": "user", "ts": 1775000300000, "content": [{"type": "text", "text": "now add days"}]})
     path.write_text(json.dumps(messages, indent="\t"))
-    after = _sessions(storage)[PARENT]
+    after = sessions_by_id(roo, storage)[PARENT]
     assert [t.turn_uuid for t in after.turns][:-1] == [t.turn_uuid for t in before.turns]
     assert texts(after)[-1] == "now add days"
 
 
 def test_missing_history_item_leaves_cwd_to_the_environment_details(storage):
     (storage / "tasks" / PARENT / "history_item.json").unlink()
-    session = _sessions(storage)[PARENT]
+    session = sessions_by_id(roo, storage)[PARENT]
     assert session.cwd == "/home/dev/crate"  # "# Current Workspace Directory (…) Files"
     (storage / "tasks" / CHILD / "history_item.json").write_text("{broken")
-    child = _sessions(storage)[CHILD]
+    child = sessions_by_id(roo, storage)[CHILD]
     assert (child.cwd, child.parent_session_id) == ("", None) and child.workdir == "roo_code"
 
 
@@ -129,7 +125,7 @@ def test_bad_input(storage):
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_read_1", "content": 17}]}]
     raw = json.dumps(messages).encode()
     path.write_bytes(raw[: raw.index(b"cargo test") + 4])  # also cut off mid-write
-    session = _sessions(storage)[PARENT]
+    session = sessions_by_id(roo, storage)[PARENT]
     assert_well_formed(session)
     messages_warnings = [w.message for w in session.warnings]
     assert messages_warnings[0].startswith("truncated JSON (still being written?): kept ")
@@ -144,6 +140,6 @@ def test_bad_input(storage):
 
 
 def test_tasks_flow_through_chunking(storage):
-    session = _sessions(storage)[PARENT]
+    session = sessions_by_id(roo, storage)[PARENT]
     chunks = list(chunk_session(session))
     assert {c.turn_uuid for c in chunks} == {t.turn_uuid for t in session.turns}

@@ -33,6 +33,11 @@ def parse_file(module: ModuleType, path: Path) -> Session:
     return module.parse(only_unit(module, path))
 
 
+def sessions_by_id(module: ModuleType, root: Path) -> dict[str, Session]:
+    """Every session ``module`` discovers under ``root``, parsed, by session id."""
+    return {unit.session_id: module.parse(unit) for unit in module.discover(root)}
+
+
 def shape(turn: Turn) -> tuple[str, list[tuple[str, str | None]]]:
     """A turn's role and its blocks' (type, tool name)."""
     return turn.role, [(block.block_type, block.tool_name) for block in turn.blocks]
