@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -118,6 +118,25 @@ def each_record(path: Path, warnings: list[ParseWarning], handle: Callable[[int,
             warnings.append(
                 ParseWarning(str(path), index + 1, f"unexpected record shape ({type(exc).__name__}: {exc})")
             )
+
+
+def message_objects(path: Path, messages: Iterable[Any], warnings: list[ParseWarning]
+                    ) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(index, where, message)`` for every object in a JSON document's messages
+    array, ``where`` being ``messages[<index>]`` (what warnings about it name); an
+    item that is no object costs a warning."""
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if isinstance(message, dict):
+            yield index, where, message
+        else:
+            warnings.append(ParseWarning(str(path), 0, f"{where}: not an object"))
+
+
+def shape_warning(path: Path, where: str, exc: Exception) -> ParseWarning:
+    """The warning for one item of a document that has an unexpected shape (one of
+    SHAPE_ERRORS raised while converting it): it costs that item, not the session."""
+    return ParseWarning(str(path), 0, f"{where}: unexpected shape ({type(exc).__name__}: {exc})")
 
 
 def first_record(path: Path) -> dict[str, Any] | None:

@@ -45,7 +45,7 @@ from funes.traces.common import (
     workdir_facet,
 )
 from funes.traces.content_parts import text_part_block, tool_use_part_block
-from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
+from funes.traces.jsonl import SHAPE_ERRORS, load_json_file, message_objects, shape_warning
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
 HARNESS = AGENT.harness
@@ -175,11 +175,7 @@ def parse(unit: SourceUnit) -> Session:
         messages = None
     turns = TurnCollector(session)
     ts = created
-    for index, message in enumerate(messages or []):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: not an object"))
-            continue
+    for index, where, message in message_objects(path, messages or [], session.warnings):
         try:
             number = message.get("messageId")
             preferred = f"{session.session_id}:{number}" if type(number) is int else None
@@ -191,8 +187,7 @@ def parse(unit: SourceUnit) -> Session:
             blocks = _blocks(message.get("content"))
             turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), ts, blocks)
         except SHAPE_ERRORS as exc:
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
-                                                               f"({type(exc).__name__}: {exc})"))
+            session.warnings.append(shape_warning(path, where, exc))
     session.workdir = workdir_facet(session.cwd, "amp")
     recorded = repo_from_remote_url(as_str(repository.get("url"))) if repository.get("url") else None
     finish_session(session)

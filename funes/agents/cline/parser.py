@@ -52,7 +52,7 @@ from funes.traces.common import (
     workdir_facet,
 )
 from funes.traces.content_parts import tool_use_part_block
-from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
+from funes.traces.jsonl import SHAPE_ERRORS, load_json_file, message_objects, shape_warning
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
 HARNESS = AGENT.harness
@@ -285,11 +285,7 @@ def _parse_sdk(unit: SourceUnit) -> Session:
         if envelope["origin"].get("mode") in ("subagent", "team"):
             session.is_subagent = True
     turns = TurnCollector(session)
-    for index, message in enumerate(messages or []):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: not an object"))
-            continue
+    for index, where, message in message_objects(path, messages or [], session.warnings):
         try:
             turn_uuid = turns.claim(message.get("id"), f"{session_id}:m{index}")
             role = message.get("role")
@@ -298,8 +294,7 @@ def _parse_sdk(unit: SourceUnit) -> Session:
             blocks = _sdk_blocks(role, message.get("content"))
             turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), normalize_ts(message.get("ts")), blocks)
         except SHAPE_ERRORS as exc:
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
-                                                               f"({type(exc).__name__}: {exc})"))
+            session.warnings.append(shape_warning(path, where, exc))
     session.workdir = workdir_facet(session.cwd, path.parent.name)
     return finish_session(session)
 

@@ -56,7 +56,7 @@ from funes.traces.common import (
     tool_turn_role,
     workdir_facet,
 )
-from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
+from funes.traces.jsonl import SHAPE_ERRORS, load_json_file, message_objects, shape_warning
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
 API_HISTORY = "api_conversation_history.json"
@@ -372,11 +372,7 @@ def parse_task(unit: SourceUnit, context: TaskContext) -> Session:
             return normalize_ts(ui_times[index - 1][1])
         return ""
 
-    for index, message in enumerate(messages or []):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: not an object"))
-            continue
+    for index, where, message in message_objects(path, messages or [], session.warnings):
         try:
             role, kind = message.get("role"), message.get("type")
             if kind == "reasoning" and role is None:
@@ -397,8 +393,7 @@ def parse_task(unit: SourceUnit, context: TaskContext) -> Session:
                 blocks.insert(0, Block("thinking", message["reasoning_content"]))
             turns.add(turn_uuid, turns.last_uuid, tool_turn_role(role, blocks), ts, blocks)
         except SHAPE_ERRORS as exc:
-            session.warnings.append(ParseWarning(str(path), 0, f"{where}: unexpected shape "
-                                                               f"({type(exc).__name__}: {exc})"))
+            session.warnings.append(shape_warning(path, where, exc))
     if not session.cwd:
         session.cwd = converter.cwd_seen
     session.workdir = workdir_facet(session.cwd, unit.harness)
