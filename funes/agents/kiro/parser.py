@@ -166,6 +166,20 @@ def _parts(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [part for part in content if isinstance(part, dict)] if isinstance(content, list) else []
 
 
+def _json_output(data: Any) -> str:
+    """A tool's JSON output (both stores record it alike) as text: its stdout and
+    stderr when it has either, else the JSON itself."""
+    if isinstance(data, dict):
+        stdout, stderr = as_str(data.get("stdout")), as_str(data.get("stderr"))
+        if stdout or stderr:
+            return "\n".join(t for t in (stdout, stderr) if t)
+    return compact_json(data)
+
+
+def _result(texts: list[str], tool_use_id: str | None, exit_code: int | None) -> Block:
+    return Block("tool_result", "\n".join(t for t in texts if t), None, tool_use_id, exit_code=exit_code)
+
+
 def _result_block(result: dict[str, Any]) -> Block:
     content = result.get("content")
     texts, exit_code = [], None
@@ -178,12 +192,8 @@ def _result_block(result: dict[str, Any]) -> Block:
             data = item.get("data")
             if isinstance(data, dict):
                 exit_code = _exit_code(data.get("exit_status", data.get("exit_code")))
-                stdout, stderr = as_str(data.get("stdout")), as_str(data.get("stderr"))
-                texts.append("\n".join(t for t in (stdout, stderr) if t) if stdout or stderr else compact_json(data))
-            else:
-                texts.append(compact_json(data))
-    return Block("tool_result", "\n".join(t for t in texts if t), None, opt_str(result.get("toolUseId")),
-                 exit_code=exit_code)
+            texts.append(_json_output(data))
+    return _result(texts, opt_str(result.get("toolUseId")), exit_code)
 
 
 def _parse_session_file(path: Path, session: Session) -> None:
@@ -260,12 +270,8 @@ def _legacy_result(result: dict[str, Any]) -> Block:
             data = item["Json"]
             if isinstance(data, dict):
                 exit_code = _exit_code(data.get("exit_status"))
-                stdout, stderr = as_str(data.get("stdout")), as_str(data.get("stderr"))
-                texts.append("\n".join(t for t in (stdout, stderr) if t) if stdout or stderr else compact_json(data))
-            else:
-                texts.append(compact_json(data))
-    return Block("tool_result", "\n".join(t for t in texts if t), None, opt_str(result.get("tool_use_id")),
-                 exit_code=exit_code)
+            texts.append(_json_output(data))
+    return _result(texts, opt_str(result.get("tool_use_id")), exit_code)
 
 
 def _assistant_entry(assistant: dict[str, Any]) -> tuple[str | None, list[Block]]:
