@@ -192,6 +192,16 @@ def hermes_template(tmp_path_factory):
     return build_hermes_db(tmp_path_factory.mktemp("hermes-template") / "state.db")
 
 
+def assert_discovered_sessions_parse_or_refuse(module, path: Path) -> None:
+    """Every session ``module`` discovers in ``path`` parses well-formed, unless
+    reading the store fails as a whole with TraceReadError (then it is retried later)."""
+    try:
+        for unit in module.discover(path):
+            assert_well_formed(module.parse(unit))
+    except TraceReadError:
+        pass
+
+
 def assert_odd_rows_parse(tmp_path_factory, template: Path, module, write) -> None:
     """Copy an agent's template database, let ``write(conn)`` add odd rows to it in one
     transaction, and check every session discovered in the copy parses well-formed."""
@@ -349,11 +359,7 @@ def test_kiro_odd_conversation_rows(tmp_path_factory, kiro_template, values):
 def test_kiro_random_bytes_database(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("random") / "data.sqlite3"
     path.write_bytes(content)
-    try:
-        for unit in kiro.discover(path):
-            assert_well_formed(kiro.parse(unit))
-    except TraceReadError:
-        pass
+    assert_discovered_sessions_parse_or_refuse(kiro, path)
 
 
 # --- Whole-file JSON agents ------------------------------------------------------------------
@@ -624,11 +630,7 @@ def test_random_bytes_as_an_agent_database(tmp_path_factory, name, content):
     module = {"opencode.db": opencode, "sessions.db": goose, "crush.db": crush, "state.vscdb": cursor}[name]
     path: Path = tmp_path_factory.mktemp("random") / name
     path.write_bytes(content)
-    try:
-        for unit in module.discover(path):
-            assert_well_formed(module.parse(unit))
-    except TraceReadError:
-        pass
+    assert_discovered_sessions_parse_or_refuse(module, path)
     try:
         assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
     except TraceReadError:
