@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from funes.errors import TraceReadError
 
@@ -77,3 +77,18 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
     """The columns ``table`` has (empty when there is no such table): schemas drift,
     and naming a missing column is an error, not NULL."""
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def present_rows(conn: sqlite3.Connection, table: str, wanted: Sequence[str], condition: str,
+                 params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The rows of ``table`` that ``condition`` (the SQL after ``WHERE``, with any
+    ``ORDER BY``) selects, each a dict of those ``wanted`` columns the table has, in
+    that order (``rowid``, SQLite's implicit key, counts as one).  An agent's schema
+    drifts across its builds: a column a build lacks is left out, not an error, and a
+    table with none of them gives no rows."""
+    present = columns(conn, table) | {"rowid"}
+    names = [name for name in wanted if name in present]
+    if not names:
+        return []
+    query = f"SELECT {', '.join(names)} FROM {table} WHERE {condition}"
+    return [dict(zip(names, row)) for row in conn.execute(query, params)]

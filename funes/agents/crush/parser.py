@@ -44,7 +44,7 @@ from funes.traces.common import (
 )
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
-from funes.traces.sqlite import columns, decode_text, read_only
+from funes.traces.sqlite import columns, decode_text, present_rows, read_only
 
 HARNESS = AGENT.harness
 
@@ -184,11 +184,8 @@ def parse(unit: SourceUnit) -> Session:
         if "parent_session_id" in session_columns:
             row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
             parent = row[0] if row else None
-        present = columns(conn, "messages") | {"rowid"}
-        names = [name for name in _MESSAGE_COLUMNS if name in present]
-        rows = conn.execute(f"SELECT {', '.join(names)} FROM messages WHERE session_id = ? "
-                            "ORDER BY created_at, rowid", (session_id,)).fetchall()
-        return {"parent": parent}, [dict(zip(names, row)) for row in rows]
+        return {"parent": parent}, present_rows(conn, "messages", _MESSAGE_COLUMNS,
+                                                "session_id = ? ORDER BY created_at, rowid", (session_id,))
 
     session_row, rows = read_only(db, load)
     cwd = project_of(db)

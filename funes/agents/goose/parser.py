@@ -51,7 +51,7 @@ from funes.traces.common import (
 from funes.traces.content_parts import text_part_block
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json, read_records
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
-from funes.traces.sqlite import columns, decode_text, read_only
+from funes.traces.sqlite import columns, decode_text, present_rows, read_only
 
 HARNESS = AGENT.harness
 
@@ -195,14 +195,9 @@ def _add_message(turns: TurnCollector, session_id: str, message: dict[str, Any],
 
 def _load(session_id: str) -> Callable[[sqlite3.Connection], tuple[dict, list[dict]]]:
     def load(conn: sqlite3.Connection) -> tuple[dict, list[dict]]:
-        present = columns(conn, "sessions")
-        names = [name for name in _SESSION_COLUMNS if name in present]
-        row = conn.execute(f"SELECT {', '.join(names)} FROM sessions WHERE id = ?", (session_id,)).fetchone() \
-            if names else None
-        wanted = [name for name in _MESSAGE_COLUMNS if name in columns(conn, "messages")]
-        messages = conn.execute(f"SELECT {', '.join(wanted)} FROM messages WHERE session_id = ? ORDER BY id",
-                                (session_id,)).fetchall()
-        return (dict(zip(names, row)) if row else {}), [dict(zip(wanted, message)) for message in messages]
+        session_row = (present_rows(conn, "sessions", _SESSION_COLUMNS, "id = ?", (session_id,)) or [{}])[0]
+        messages = present_rows(conn, "messages", _MESSAGE_COLUMNS, "session_id = ? ORDER BY id", (session_id,))
+        return session_row, messages
     return load
 
 

@@ -52,7 +52,7 @@ from funes.traces.common import (
 )
 from funes.traces.jsonl import SHAPE_ERRORS, decode_json
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
-from funes.traces.sqlite import columns, decode_text, read_only
+from funes.traces.sqlite import columns, decode_text, present_rows, read_only
 
 HARNESS = AGENT.harness
 
@@ -223,11 +223,7 @@ _SESSION_COLUMNS = ("id", "directory", "parent_id", "workspace_id")
 
 def _load_db(session_id: str) -> Callable[[sqlite3.Connection], tuple]:
     def load(conn: sqlite3.Connection) -> tuple[dict, str | None, list, dict]:
-        present = columns(conn, "session")
-        names = [name for name in _SESSION_COLUMNS if name in present]
-        row = conn.execute(f"SELECT {', '.join(names)} FROM session WHERE id = ?", (session_id,)).fetchone() \
-            if names else None
-        session_row = dict(zip(names, row)) if row else {}
+        session_row = (present_rows(conn, "session", _SESSION_COLUMNS, "id = ?", (session_id,)) or [{}])[0]
         branch = None
         if session_row.get("workspace_id") and "branch" in columns(conn, "workspace"):
             found = conn.execute("SELECT branch FROM workspace WHERE id = ?", (session_row["workspace_id"],)).fetchone()
