@@ -10,7 +10,7 @@ $(BIN)/funes: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	# torch first, from the pinned CPU wheel: a bare "torch" would pull a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ui]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ui,distributed]'
 	touch $@
 
 venv: $(BIN)/funes

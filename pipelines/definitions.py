@@ -16,10 +16,26 @@ from funes.pipelines.chain_store import ChainIOManager
 from funes.pipelines.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
 
 MEMORY = dg.EnvVar("FUNES_MEMORY").get_value("local") or "local"
+
+
+def _celery_executor() -> dg.ExecutorDefinition:
+    """Steps as Celery tasks on the workers listening to ``$FUNES_CELERY_BROKER``
+    (results on the same Redis); needs the ``distributed`` extra."""
+    try:
+        from dagster_celery import celery_executor
+    except ImportError as exc:
+        raise dg.DagsterInvariantViolationError(
+            "FUNES_EXECUTOR=celery needs dagster-celery: pip install 'funes[distributed]'") from exc
+    broker = {"env": "FUNES_CELERY_BROKER"}
+    return celery_executor.configured({"broker": broker, "backend": broker}, name="celery")
+
+
 # In-process by default: tiny runs on a laptop (the multiprocess executor starts a
 # Python process, importing Dagster and funes, per step); FUNES_EXECUTOR=multiprocess
-# runs each step in its own process, the chain's values passing through the chain store.
-EXECUTORS = {"in_process": dg.in_process_executor, "multiprocess": dg.multiprocess_executor}
+# runs each step in its own process, FUNES_EXECUTOR=celery on Celery workers, the
+# chain's values passing through the chain store either way.
+EXECUTORS = {"in_process": lambda: dg.in_process_executor, "multiprocess": lambda: dg.multiprocess_executor,
+             "celery": _celery_executor}
 EXECUTOR = dg.EnvVar("FUNES_EXECUTOR").get_value("in_process") or "in_process"
 if EXECUTOR not in EXECUTORS:
     raise dg.DagsterInvariantViolationError(f"FUNES_EXECUTOR={EXECUTOR!r}: expected one of {', '.join(EXECUTORS)}")
@@ -38,5 +54,5 @@ defs = dg.Definitions(
         "embedder": EmbedderResource(device=dg.EnvVar("FUNES_DEVICE").get_value("auto") or "auto"),
         "chain_store": ChainIOManager(memory=MEMORY),
     },
-    executor=EXECUTORS[EXECUTOR],
+    executor=EXECUTORS[EXECUTOR](),
 )
