@@ -25,6 +25,7 @@ MISSING = ", ".join(name for name, found in (("redis-server", REDIS_SERVER), ("p
 # Postgres refuses to run as root; CI runs as root, so it runs as this user then.
 PG_USER = "nobody"
 BUCKET = "funes-distributed"
+TOPICS = ["lance compaction", "bm25 segments", "celery broker", "postgres instance", "s3 commit", "redis queue"]
 
 # The instance of the deployment (docs/architecture.md shows the same file).
 DAGSTER_YAML = """\
@@ -47,6 +48,21 @@ execution:
     backend:
       env: FUNES_CELERY_BROKER
 """
+
+
+def synthetic_sessions(root: Path, count: int) -> list[str]:
+    """``count`` Claude Code transcripts with distinct texts, one turn per topic, under
+    ``root``; returns their partition keys, sorted."""
+    from hub_helpers import write_claude_session
+
+    for number in range(count):
+        session_id = f"{number:08x}-d157-4000-8000-000000000000"
+        texts = [f"Session {number}: how do we fix the {topic} step on worker {number % 3}? "
+                 f"The log says retry {number * 7 + turn} failed." if turn % 2 == 0 else
+                 f"In session {number} the {topic} fix was to pin the writer and rerun backfill {turn}."
+                 for turn, topic in enumerate(TOPICS)]
+        write_claude_session(root / f"{session_id}.jsonl", session_id, texts, cwd=f"/work/app{number % 4}")
+    return sorted(f"claude_code--{number:08x}-d157-4000-8000-000000000000" for number in range(count))
 
 
 def free_port() -> int:

@@ -14,30 +14,14 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from distributed_services import (BUCKET, MISSING, celery_workers, dagster_home, descendants, postgres_server,
-                                  redis_server, s3_server)
-from hub_helpers import write_claude_session
+from distributed_services import (BUCKET, MISSING, TOPICS, celery_workers, dagster_home, descendants, postgres_server,
+                                  redis_server, s3_server, synthetic_sessions)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING} from the OS packages (.ci/run installs them)")]
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 SESSIONS, PER_RUN, WORKERS = 24, 6, 2
-TOPICS = ["lance compaction", "bm25 segments", "celery broker", "postgres instance", "s3 commit", "redis queue"]
-
-
-def synthetic_sessions(root):
-    """SESSIONS Claude Code transcripts with distinct texts under one trace root."""
-    for number in range(SESSIONS):
-        session_id = f"{number:08x}-d157-4000-8000-000000000000"
-        texts = [f"Session {number}: how do we fix the {topic} step on worker {number % 3}? "
-                 f"The log says retry {number * 7 + turn} failed." if turn % 2 == 0 else
-                 f"In session {number} the {topic} fix was to pin the writer and rerun backfill {turn}."
-                 for turn, topic in enumerate(TOPICS)]
-        write_claude_session(root / f"{session_id}.jsonl", session_id, texts, cwd=f"/work/app{number % 4}")
-    return sorted(f"claude_code--{number:08x}-d157-4000-8000-000000000000" for number in range(SESSIONS))
-
-
 def _rows(uri):
     from funes.memory.location import location_for
     from funes.memory.store import Memory
@@ -56,7 +40,7 @@ def test_a_celery_backfill_on_postgres_and_s3_builds_the_memory_funes_index_buil
     from funes.traces import discover
 
     root = tmp_path / "shared-traces"
-    keys = synthetic_sessions(root)
+    keys = synthetic_sessions(root, SESSIONS)
     memory = f"s3://{BUCKET}/team"
     with redis_server() as broker, postgres_server() as pg_url, s3_server() as aws:
         for name, value in aws.items():
