@@ -80,6 +80,8 @@ def test_a_celery_backfill_on_postgres_and_s3_builds_the_memory_funes_index_buil
                  next(e.timestamp for e in _step_events(instance, r.run_id, "STEP_SUCCESS") if e.step_key == "memory_chunks"))
                 for r in records)
             assert all(later[0] >= earlier[1] for earlier, later in zip(windows, windows[1:])), windows
+            pool = instance.event_log_storage.get_concurrency_info("lance_writer")
+            assert pool.slot_count == 1 and not pool.claimed_slots  # one slot, released by every run
             # Each partition carries its own session's figures, not its run's totals.
             record = instance.fetch_materializations(dg.AssetRecordsFilter(
                 asset_key=dg.AssetKey("memory_chunks"), asset_partitions=[keys[0]]), limit=1).records[0]
