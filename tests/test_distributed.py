@@ -53,6 +53,10 @@ def test_a_celery_backfill_on_postgres_and_s3_builds_the_memory_funes_index_buil
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert type(instance.run_storage).__name__ == "PostgresRunStorage"
             instance.add_dynamic_partitions("sessions", keys)
+        # Set before concurrent runs start: each would otherwise insert the pool's default
+        # limit on first use, and the losers of that race fail (UniqueViolation).
+        subprocess.run([sys.executable, "-m", "dagster", "instance", "concurrency", "set", "lance_writer", "1"],
+                       env=env, check=True, capture_output=True)
         with celery_workers(WORKERS, env, home) as workers:
             ranges = [keys[start:start + PER_RUN] for start in range(0, SESSIONS, PER_RUN)]
             runs = [subprocess.Popen(
