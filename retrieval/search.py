@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -155,8 +155,7 @@ class Recaller:
         if half_life is not None:
             positive_number("half_life", half_life, "days")
         filters = filters or Filters()
-        if filters.session:  # an id or a unique prefix of one, as hits print it
-            filters = replace(filters, session=self.memory.resolve_session(filters.session))
+        filters = filters.bound(self.memory)  # a session prefix as hits print it names its session
         where = filters.where()
         pool = max(POOL, candidates, k)
 
