@@ -162,10 +162,6 @@ def decode_commands(text: str | None) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- asking
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def query_paths(given: str, *, cwd: str | None = None) -> list[str]:
     """The stored forms a ``--file`` argument names, matched as prefixes.
 
@@ -189,16 +185,6 @@ def query_paths(given: str, *, cwd: str | None = None) -> list[str]:
         if relative is not None and relative != ".":
             forms.append(relative)
     return forms
-
-
-def file_predicate(forms: Iterable[str]) -> str:
-    """Lance SQL: the row's turn touched a file whose stored path starts with one of ``forms``."""
-    return "(" + " OR ".join(f"strpos(files, {_sql_text(chr(10) + form)}) > 0" for form in forms) + ")"
-
-
-def command_predicate(text: str) -> str:
-    """Lance SQL: the row's turn ran a command containing ``text``."""
-    return f"strpos(commands, {_sql_text(text)}) > 0"
 
 
 def matches_path(path: str, forms: Iterable[str]) -> bool:

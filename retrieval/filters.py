@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 
 from funes.errors import FunesError, UsageError
-from funes.provenance import command_predicate, file_predicate, query_paths
+from funes.provenance import query_paths
 from funes.retrieval.bounds import MAX_NEEDLE_CHARS
 from funes.traces.common import workdir_facet
 from funes.traces.model import BLOCK_TYPES
@@ -26,6 +26,17 @@ _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def file_predicate(forms: tuple[str, ...]) -> str:
+    """The row's turn touched a file whose stored path starts with one of ``forms``
+    (each stored path follows a newline: funes/provenance.py)."""
+    return "(" + " OR ".join(f"strpos(files, {_quote(chr(10) + form)}) > 0" for form in forms) + ")"
+
+
+def command_predicate(text: str) -> str:
+    """The row's turn ran a command containing ``text``."""
+    return f"strpos(commands, {_quote(text)}) > 0"
 
 
 def parse_when(value: str, *, flag: str, now: datetime | None = None, end_of_day: bool = False) -> str:

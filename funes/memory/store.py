@@ -165,6 +165,7 @@ class Memory:
         self._intact: list[Any] | None = None  # the fragments read, once some are known damaged
         self._checked_deep = False
         self._lexical: LexicalIndex | None = None
+        self._absent: dict[str, pa.Field] | None = None  # columns of our schema the table lacks
 
     @classmethod
     def open(cls, location: MemoryLocation) -> Memory:
@@ -265,7 +266,9 @@ class Memory:
         """``columns`` of the rows ``where`` keeps; a column of this funes's schema
         that the table lacks (one written by an older funes, never migrated) reads
         as nulls."""
-        absent = {f.name: f for f in missing_fields(self.dataset.schema)}
+        if self._absent is None:
+            self._absent = {f.name: f for f in missing_fields(self.dataset.schema)}
+        absent = self._absent
         present = [c for c in columns if c not in absent]
         table = self._read(lambda: self._scanner(columns=present, filter=where).to_table())
         if len(present) == len(columns):
