@@ -10,7 +10,19 @@ import typer
 
 from funes.cli.common import note, print_json, warn_if_damaged
 from funes.cli.main import app
-from funes.cli.options import BLOCK_TYPE, BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
+from funes.cli.options import (
+    BLOCK_TYPE,
+    BRANCH,
+    COMMAND,
+    FILE,
+    HARNESS,
+    READ_MEMORY,
+    REPO,
+    SESSION,
+    SINCE,
+    UNTIL,
+    WORKDIR,
+)
 from funes.errors import FunesError, UsageError, bounded_int, positive_number
 
 
@@ -29,6 +41,8 @@ def recall_command(
     session: str = SESSION,
     since: str = SINCE,
     until: str = UNTIL,
+    file: str = FILE,
+    command: str = COMMAND,
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
@@ -55,7 +69,7 @@ def recall_command(
     if half_life is not None:
         positive_number("--half-life", half_life, "days")
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
-                            session=session, since=since, until=until)
+                            session=session, since=since, until=until, file=file, command=command)
     how = Fusion.named(fusion)
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)

@@ -8,7 +8,19 @@ import typer
 
 from funes.cli.common import print_json, warn_if_damaged
 from funes.cli.main import app
-from funes.cli.options import BLOCK_TYPE, BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
+from funes.cli.options import (
+    BLOCK_TYPE,
+    BRANCH,
+    COMMAND,
+    FILE,
+    HARNESS,
+    READ_MEMORY,
+    REPO,
+    SESSION,
+    SINCE,
+    UNTIL,
+    WORKDIR,
+)
 
 
 @app.command("scan")
@@ -25,6 +37,8 @@ def scan_command(
     session: str = SESSION,
     since: str = SINCE,
     until: str = UNTIL,
+    file: str = FILE,
+    command: str = COMMAND,
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="Totals per needle and the matches as one JSON object."),
 ) -> None:
@@ -37,7 +51,7 @@ def scan_command(
 
     needles = checked_needles(needles or [])
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
-                            session=session, since=since, until=until)
+                            session=session, since=since, until=until, file=file, command=command)
     opened = open_memory(memory)
     try:
         result = scan_memory(opened, needles, ignore_case=ignore_case, context=context, limit=limit, filters=filters)

@@ -8,7 +8,7 @@ import typer
 
 from funes.cli.common import print_json, warn_if_damaged
 from funes.cli.main import app
-from funes.cli.options import BRANCH, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
+from funes.cli.options import BRANCH, COMMAND, FILE, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
 
 
 @app.command("sessions")
@@ -20,6 +20,8 @@ def sessions_command(
     session: str = SESSION,
     since: str = SINCE,
     until: str = UNTIL,
+    file: str = FILE,
+    command: str = COMMAND,
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of sessions."),
 ) -> None:
@@ -30,7 +32,7 @@ def sessions_command(
     from funes.retrieval.sessions import format_sessions, list_sessions
 
     filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
-                            since=since, until=until)
+                            since=since, until=until, file=file, command=command)
     opened = open_memory(memory)
     try:
         found = list_sessions(opened, filters)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from funes.provenance import encode_commands, encode_files, session_root, turn_commands, turn_files
 from funes.redaction import elide_data_uris, redact_many
 from funes.traces.model import TIER_OF_BLOCK, Session
 
@@ -113,6 +114,11 @@ class Chunk:
     source_path: str
     parent_session_id: str | None
     is_subagent: bool
+    # The turn's provenance (funes/provenance.py): files its tool calls touched and
+    # commands they ran, on every chunk of the turn; a tool_result's exit status.
+    files: str | None = None
+    commands: str | None = None
+    exit_code: int | None = None
 
 
 @dataclass(slots=True)
@@ -146,8 +152,23 @@ def chunk_session(
         if include_thinking or block.block_type != "thinking"
     ]
     # One scan over the session's blocks; only blocks with findings are redacted one by one.
-    redactions = redact_many([elide_data_uris(cap_block(block.text)) for _, _, block in selected])
-    for (turn, block_idx, block), redaction in zip(selected, redactions, strict=True):
+    # Each turn's files and commands are redacted too (a command line can hold a
+    # token); what cannot be redacted safely is left out.
+    root = session_root(session)
+    provenance: dict[int, tuple[str | None, str | None]] = {}
+    for turn, _, _ in selected:
+        if turn.seq not in provenance:
+            provenance[turn.seq] = (encode_files(turn_files(turn, session.cwd, root)),
+                                    encode_commands(turn_commands(turn)))
+    stated = [(seq, which, text) for seq, pair in provenance.items() for which, text in enumerate(pair) if text]
+    redactions = redact_many([elide_data_uris(cap_block(block.text)) for _, _, block in selected]
+                             + [text for _, _, text in stated])
+    for (seq, which, _), redaction in zip(stated, redactions[len(selected):], strict=True):
+        pair = list(provenance[seq])
+        pair[which] = redaction.text
+        provenance[seq] = (pair[0], pair[1])
+    for (turn, block_idx, block), redaction in zip(selected, redactions[:len(selected)], strict=True):
+        files, commands = provenance[turn.seq]
         report.blocks += 1
         report.redactions.update(redaction.findings)
         if redaction.text is None:
@@ -178,4 +199,7 @@ def chunk_session(
                 source_path=session.source_path,
                 parent_session_id=session.parent_session_id,
                 is_subagent=session.is_subagent,
+                files=files,
+                commands=commands,
+                exit_code=block.exit_code,
             )

@@ -23,6 +23,7 @@ MAX_NEEDLES = 20
 MAX_NEEDLE_CHARS = 1_000
 MAX_SCAN_CONTEXT = 2_000  # characters either side of a match
 MAX_SCAN_LIMIT = 10_000  # matching blocks listed
+MAX_HISTORY_LIMIT = 10_000  # turns `history` lists
 
 
 def checked_query(query: str) -> str:

@@ -1,16 +1,22 @@
 """Recall filters: parsed and checked once, then turned into a Lance predicate.
 
-Filters the Rust funes lacks (project/workdir, repo, branch, session, dates)
-are first-class here.  Every value is validated up front so a typo is a one-line
-usage error, not an empty result."""
+Filters the Rust funes lacks (project/workdir, repo, branch, session, dates, the
+files a turn touched and the commands it ran) are first-class here.  Every value is
+validated up front so a typo is a one-line usage error, not an empty result.
+
+``--file`` and ``--command`` are turn-level: a row qualifies when its turn touched
+the file or ran the command (every chunk of a turn carries the turn's provenance:
+funes/provenance.py)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 
-from funes.errors import UsageError
+from funes.errors import FunesError, UsageError
+from funes.provenance import query_paths
+from funes.retrieval.bounds import MAX_NEEDLE_CHARS
 from funes.traces.common import workdir_facet
 from funes.traces.model import BLOCK_TYPES
 
@@ -20,6 +26,17 @@ _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def file_predicate(forms: tuple[str, ...]) -> str:
+    """The row's turn touched a file whose stored path starts with one of ``forms``
+    (each stored path follows a newline: funes/provenance.py)."""
+    return "(" + " OR ".join(f"strpos(files, {_quote(chr(10) + form)}) > 0" for form in forms) + ")"
+
+
+def command_predicate(text: str) -> str:
+    """The row's turn ran a command containing ``text``."""
+    return f"strpos(commands, {_quote(text)}) > 0"
 
 
 def parse_when(value: str, *, flag: str, now: datetime | None = None, end_of_day: bool = False) -> str:
@@ -56,6 +73,9 @@ class Filters:
     session: str | None = None
     since: str | None = None
     until: str | None = None
+    file: str | None = None  # as given
+    command: str | None = None  # a substring of a command the turn ran
+    file_forms: tuple[str, ...] = ()  # the stored path prefixes ``file`` names (provenance.query_paths)
 
     @classmethod
     def parse(
@@ -69,10 +89,13 @@ class Filters:
         session: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        file: str | None = None,
+        command: str | None = None,
         now: datetime | None = None,
     ) -> Filters:
         given = {"--harness": harness, "--type": block_type, "--workdir": workdir, "--repo": repo,
-                 "--branch": branch, "--session": session, "--since": since, "--until": until}
+                 "--branch": branch, "--session": session, "--since": since, "--until": until,
+                 "--file": file, "--command": command}
         for flag, value in given.items():
             if value is not None and not value.strip():  # never "no filter": a script's unset variable
                 raise UsageError(f"{flag} {value!r}: give a value, or leave {flag} out")
@@ -97,7 +120,26 @@ class Filters:
         end = parse_when(until, flag="--until", now=now, end_of_day=True) if until else None
         if start and end and start > end:
             raise UsageError(f"--since {since} is after --until {until}")
-        return cls(canonical, block_type or None, facet, repo or None, branch or None, session or None, start, end)
+        for flag, value in (("--file", file), ("--command", command)):
+            if value and len(value) > MAX_NEEDLE_CHARS:
+                raise UsageError(f"{flag} of {len(value):,} characters: the limit is {MAX_NEEDLE_CHARS:,}")
+        forms = tuple(query_paths(file)) if file else ()
+        return cls(canonical, block_type or None, facet, repo or None, branch or None, session or None, start, end,
+                   file or None, command or None, forms)
+
+    def bound(self, memory) -> Filters:
+        """These filters for reading ``memory``: the session prefix resolved to its id;
+        a file or command filter on a memory written before funes stored them is a
+        one-line error saying how to migrate it."""
+        filters = self
+        if self.session:
+            filters = replace(filters, session=memory.resolve_session(self.session))
+        if (self.file or self.command) and memory.lacks(("files", "commands")):
+            flag = "--file" if self.file else "--command"
+            raise FunesError(f"memory at {memory.location.label} was written before funes recorded the files and "
+                             f"commands of turns, so {flag} cannot filter it: run `funes index` once to add them "
+                             "(turns indexed before then have none)")
+        return filters
 
     @property
     def active(self) -> bool:
@@ -123,4 +165,8 @@ class Filters:
             clauses.append(f"ts >= {_quote(self.since)}")
         if self.until:
             clauses.append(f"ts <= {_quote(self.until)}")
+        if self.file_forms:
+            clauses.append(file_predicate(self.file_forms))
+        if self.command:
+            clauses.append(command_predicate(self.command))
         return " AND ".join(clauses) if clauses else None

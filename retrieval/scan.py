@@ -10,7 +10,7 @@ split ones are stitched in Python."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from funes.chunking import reassemble
@@ -85,8 +85,7 @@ def scan_memory(memory: Memory, needles: list[str], *, ignore_case: bool = False
     needles = checked_needles(needles)
     bounded_int("--context", context, 0, MAX_SCAN_CONTEXT)
     bounded_int("--limit", limit, 1, MAX_SCAN_LIMIT)
-    if filters.session:
-        filters = replace(filters, session=memory.resolve_session(filters.session))
+    filters = filters.bound(memory)
     frame = pl.from_arrow(memory.scan(COLUMNS, filters.where()))
     if frame.is_empty():
         return ScanResult([NeedleTotal(n, 0, 0, 0) for n in needles], [], 0, False, memory.location.label)

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from funes.errors import bounded_int, positive_number
 from funes.memory.store import Memory
+from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
@@ -68,6 +69,11 @@ class Hit:
     score: float
     scores: dict[str, float | int | None] = field(default_factory=dict)
     neighbors: list[Neighbor] = field(default_factory=list)
+    # The hit's turn's provenance (funes/provenance.py): files touched, commands run;
+    # a tool_result's exit status.
+    files: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    exit_code: int | None = None
 
     def to_json(self, memory_label: str) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors",)}
@@ -155,8 +161,7 @@ class Recaller:
         if half_life is not None:
             positive_number("half_life", half_life, "days")
         filters = filters or Filters()
-        if filters.session:  # an id or a unique prefix of one, as hits print it
-            filters = replace(filters, session=self.memory.resolve_session(filters.session))
+        filters = filters.bound(self.memory)  # a session prefix as hits print it names its session
         where = filters.where()
         pool = max(POOL, candidates, k)
 
@@ -189,6 +194,8 @@ class Recaller:
                 tool_name=row["tool_name"], block_idx=int(row["block_idx"] or 0),
                 split_idx=int(row["split_idx"] or 0), workdir=row["workdir"] or "", cwd=row["cwd"],
                 repo=row["repo"], branch=row["branch"], source_path=row["source_path"], score=fused_score,
+                files=[{"path": f.path, "actions": list(f.actions)} for f in decode_files(row["files"])],
+                commands=decode_commands(row["commands"]), exit_code=row["exit_code"],
                 scores={
                     "bm25": None if lex is None else round(lex[1], 4),
                     "bm25_rank": None if lex is None else lex[0] + 1,

@@ -5,7 +5,7 @@ the recall filters narrow it the same way they narrow a search."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from funes.memory.store import Memory
@@ -39,8 +39,7 @@ def list_sessions(memory: Memory, filters: Filters = Filters()) -> list[SessionS
     timestamp; sessions with none last), then by id."""
     import polars as pl
 
-    if filters.session:
-        filters = replace(filters, session=memory.resolve_session(filters.session))
+    filters = filters.bound(memory)
     table = memory.scan(COLUMNS, filters.where())
     if table.num_rows == 0:
         return []

@@ -41,6 +41,17 @@ def test_the_recall_example_is_what_the_formatter_prints(memory_home):
     assert shapes == ["[", "  → get ", "> ", "  ~ [", "---"]
 
 
+def test_the_history_example_is_what_the_formatter_prints(memory_home):
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.filters import Filters
+    from funes.retrieval.history import file_history, format_history
+
+    layout, example = _blocks("`funes history PATH` — agent format and `--json`")
+    assert format_history(file_history(open_memory(None), Filters.parse(file="package.json"))) == example
+    shapes = [line.split("<")[0] for line in layout.splitlines()]
+    assert shapes == ["[", "  → get ", "> ", "---"]
+
+
 def test_no_results_is_one_line():
     assert format_recall(_result([])) == NO_RESULTS == "no results"
 

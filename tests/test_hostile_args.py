@@ -44,14 +44,16 @@ HOSTILE = st.one_of(
 SAFE_QUERY = "digital twin of Earth"
 COMMANDS = {
     "recall": ([SAFE_QUERY], ["-k", "--candidates", "--neighbors", "--half-life", "--harness", "--type", "--workdir",
-                              "--repo", "--branch", "--session", "--since", "--until", "--memory", "--fusion",
-                              "--batch"]),
+                              "--repo", "--branch", "--session", "--since", "--until", "--file", "--command",
+                              "--memory", "--fusion", "--batch"]),
     "get": (["claude_session", "d753fba5-0c26-437f-82df-ba98aa773943"], ["--window", "--format", "--highlight",
                                                                          "--memory"]),
     "get ": (["claude_session"], ["--from", "--to", "--format", "--memory"]),  # the range form
     "status": ([], ["--memory"]),
-    "sessions": ([], ["--harness", "--workdir", "--repo", "--branch", "--session", "--since", "--until", "--memory"]),
-    "scan": (["twin"], ["--context", "--limit", "--harness", "--type", "--session", "--since", "--memory"]),
+    "sessions": ([], ["--harness", "--workdir", "--repo", "--branch", "--session", "--since", "--until", "--file",
+                      "--command", "--memory"]),
+    "scan": (["twin"], ["--context", "--limit", "--harness", "--type", "--session", "--since", "--file", "--memory"]),
+    "history": (["package.json"], ["--limit", "--harness", "--session", "--since", "--command", "--memory"]),
     "index": (["{empty}"], ["--harness", "--limit", "--memory"]),
     "parse": (["{transcript}"], ["--harness"]),
     "add": ([None], []),

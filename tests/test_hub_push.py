@@ -306,6 +306,20 @@ def test_the_gate_holds_back_every_block_with_a_secret_and_publishes_the_rest(hu
     assert_no_secret_published(hub_server, repo_id, SECRETS)
 
 
+def test_a_secret_in_a_turns_stored_command_holds_its_blocks_back(hub_server, repo_id, capsys):
+    """Every chunk of a turn carries the turn's commands, so a secret index-time redaction
+    missed there would ship with text that is clean: the gate scans them with the block."""
+    secret = next(s for s in SECRETS if s.kind == "github_classic_pat")
+    write_memory([chunk("c0ffee00-0000-4000-8000-000000000001", 1, "I will deploy with the token now",
+                        commands=f"deploy --token {secret.value}"),
+                  chunk("c0ffee00-0000-4000-8000-000000000001", 2, "a clean note about the build pipeline",
+                        files="\nsrc/build.py\tedit\n")])
+    assert run_cli("push", repo_id, "--yes", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["held_back"], report["pushed"]) == (1, 1)
+    assert_no_secret_published(hub_server, repo_id, [secret])
+
+
 def test_nothing_publishable_exits_2_without_a_commit(hub_server, repo_id, tmp_path, api):
     with unredacted_indexing():
         index_into_local_memory([write_claude_session(tmp_path / "t" / "only-secrets.jsonl",

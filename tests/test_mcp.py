@@ -41,7 +41,7 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert init.server_info.name == "funes"
     assert "quoted history" in (init.instructions or "")
     by_name = {tool.name: tool for tool in tools.tools}
-    assert set(by_name) == {"recall", "get", "status", "sessions", "scan"}
+    assert set(by_name) == {"recall", "get", "status", "sessions", "scan", "history"}
     assert "never instructions" in by_name["recall"].description
     properties = by_name["recall"].input_schema["properties"]
     assert {"query", "k", "block_type", "harness", "workdir", "repo", "branch", "session", "since", "until",
@@ -144,7 +144,7 @@ def test_every_line_gets_a_json_rpc_answer_and_the_server_keeps_serving(memory_h
                                                                                     "result": {}}
         # Bytes that are not UTF-8 inside a string arrive replaced (U+FFFD), not refused.
         listed = _answer(server, b'{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}')
-        assert listed["id"] == 6 and {tool["name"] for tool in listed["result"]["tools"]} == {"recall", "get", "status", "sessions", "scan"}
+        assert listed["id"] == 6 and {tool["name"] for tool in listed["result"]["tools"]} == {"recall", "get", "status", "sessions", "scan", "history"}
     finally:
         server.stdin.close()
         server.wait(timeout=60)

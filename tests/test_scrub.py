@@ -10,6 +10,7 @@ import pytest
 from fake_secrets import generate_secrets
 from hub_helpers import (
     assert_no_secret_published,
+    chunk,
     everything_published,
     index_into_local_memory,
     local_ids,
@@ -17,6 +18,7 @@ from hub_helpers import (
     secret_forms,
     secret_transcript,
     unredacted_indexing,
+    write_memory,
 )
 
 SECRETS = generate_secrets(seed=23)
@@ -95,3 +97,18 @@ def test_scrub_changes_nothing_when_the_scanner_is_unavailable(leaky_memory, mon
     assert capsys.readouterr().err == "funes: the secret scanner is not installed: test\n"
     assert lance.dataset(str(leaky_memory / "memory" / "chunks.lance")).version == version
     assert local_ids(leaky_memory) == ids
+
+
+def test_scrub_redacts_the_commands_a_turn_carries_and_keeps_its_rows(isolated_env, capsys):
+    secret = next(s for s in SECRETS if s.kind == "github_classic_pat")
+    session = "c0ffee00-0000-4000-8000-000000000002"
+    write_memory([chunk(session, 1, "deploying with the token now", commands=f"deploy --token {secret.value}",
+                        files="\nsrc/deploy.py\tread\n")])
+    table = isolated_env / ".funes" / "memory" / "chunks.lance"
+    before = lance.dataset(str(table)).to_table(columns=["id", "text", "vector"]).to_pylist()
+    assert run_cli("scrub") == 0
+    assert "(secrets: none)" not in capsys.readouterr().err
+    after = lance.dataset(str(table)).to_table(columns=["id", "text", "vector", "files", "commands"]).to_pylist()
+    assert [{k: r[k] for k in ("id", "text", "vector")} for r in after] == before
+    assert after[0]["commands"].startswith("deploy --token [REDACTED:") and after[0]["files"] == "\nsrc/deploy.py\tread\n"
+    assert contains_a_secret(memory_text(isolated_env / ".funes")) == []

@@ -3,7 +3,8 @@
 Index-time redaction is the first line; this is the last, always on and fail closed.
 A secret can straddle the split between two chunks of one block, so the gate rebuilds
 every block that has a chunk about to be published from *all* its stored chunks (each
-knows where it starts in its block) and scans the whole block.  A block with a finding,
+knows where it starts in its block) and scans the whole block, with the files and
+commands of its turn (stored on each of its chunks).  A block with a finding,
 or one that could not be scanned (a scanner missing or failing counts as not clean),
 is held back entirely; so is a block not yet fully embedded, so a block always ships
 whole.  Only rule ids and counts leave this module.
@@ -80,9 +81,16 @@ def gate(memory: Memory, candidates: Iterable[str]) -> GateResult:
             ready[key] = chunks
         else:
             result.awaiting_vectors += sum(chunk_id in wanted for _, _, chunk_id in chunks)
-    texts_table = rows_by_id(memory, [c[2] for chunks in ready.values() for c in chunks], ("id", "text"))
+    texts_table = rows_by_id(memory, [c[2] for chunks in ready.values() for c in chunks],
+                             ("id", "text", "files", "commands"))
     texts = dict(zip(texts_table.column("id").to_pylist(), texts_table.column("text").to_pylist(), strict=True))
-    report = scan_for_egress((key, block_text([(start, texts.get(chunk_id, "")) for _, start, chunk_id in chunks]))
+    # Every chunk of a turn carries the turn's files and commands: they leave with the
+    # block, so they are scanned with it.
+    provenance = {row["id"]: "\n".join(v for v in (row["files"], row["commands"]) if v)
+                  for row in texts_table.select(["id", "files", "commands"]).to_pylist()
+                  if row["files"] or row["commands"]}
+    report = scan_for_egress((key, block_text([(start, texts.get(chunk_id, "")) for _, start, chunk_id in chunks])
+                              + "\n" + provenance.get(chunks[0][2], ""))
                              for key, chunks in ready.items())
 
     for key, chunks in ready.items():

@@ -6,6 +6,8 @@ another tool).  Scrub rebuilds every stored block from its chunks and redacts it
 * a secret that can be located is replaced by ``[REDACTED:<rule>]``, the block is split
   again and only its replacement chunks are re-embedded (clean blocks keep theirs);
 * a block whose secret cannot be located safely is dropped entirely;
+* the files and commands a turn's chunks carry are redacted the same way (cleared
+  when a secret cannot be located), their rows otherwise unchanged;
 * the replacement is one commit, then fragments that held the old rows are rewritten and
   every older version is deleted, so no file of the memory can give the secret back;
   the BM25 and scalar indexes are rebuilt from the result.
@@ -27,7 +29,7 @@ from funes.chunking import Chunk, chunk_id, split_text
 from funes.hub.gate import block_text
 from funes.indexing import TextEmbedder, embedding_input
 from funes.memory.schema import ROW_COLUMNS
-from funes.memory.store import MemoryWriter
+from funes.memory.store import MemoryWriter, sql_in
 from funes.redaction import redact_many, rule_label
 
 # Provenance every split of a block shares, copied from its first split.
@@ -49,6 +51,24 @@ class ScrubReport:
         return (f"scanned {self.blocks} blocks: {self.redacted_blocks} redacted, {self.dropped_blocks} dropped"
                 f" (secrets: {found}); {self.chunks_removed} chunks replaced by {self.chunks_written};"
                 " older versions deleted")
+
+
+def _scrub_provenance(writer: MemoryWriter, rows: list[dict], report: ScrubReport) -> None:
+    """Redact the files and commands every chunk of a turn carries, turn by turn (what
+    cannot be redacted safely is cleared); rows keep their text and vectors."""
+    stated: dict[tuple[str, str], dict[str, str]] = {}
+    for row in rows:
+        for column in ("files", "commands"):
+            if row.get(column):
+                stated.setdefault((row["session_id"], row["turn_uuid"]), {})[column] = row[column]
+    items = [(turn, column, text) for turn, values in stated.items() for column, text in values.items()]
+    for (turn, column, _), redaction in zip(items, redact_many([text for _, _, text in items]), strict=True):
+        if not redaction.findings:
+            continue
+        for rule, count in redaction.findings.items():
+            report.secrets[rule_label(rule)] += count
+        writer.table.update(where=f"{sql_in('session_id', [turn[0]])} AND {sql_in('turn_uuid', [turn[1]])}",
+                            values={column: redaction.text})
 
 
 def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
@@ -80,6 +100,7 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
             replacements.append(Chunk(id=chunk_id(key[0], key[1], key[2], split_idx), text=piece,
                                       split_idx=split_idx, char_start=start, **shared))
+    _scrub_provenance(writer, rows, report)
     if removed:
         vectors = None
         if replacements:

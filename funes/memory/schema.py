@@ -14,7 +14,10 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 TABLE_NAME = "chunks"
-SCHEMA_VERSION = "1"
+# 2: the provenance columns (files, commands, exit_code); a version-1 table gets them
+# null-filled when a writer opens it (:func:`missing_fields`), and readers of one fill
+# them with nulls as they read.
+SCHEMA_VERSION = "2"
 META_PREFIX = "funes."
 
 
@@ -45,6 +48,11 @@ def chunk_schema(dim: int, metadata: dict[str, str] | None = None) -> pa.Schema:
         pa.field("parent_session_id", pa.string()),
         pa.field("is_subagent", pa.bool_()),
         pa.field("indexed_at", pa.string()),
+        # What the turn's tool calls touched and ran, and a tool_result's exit status
+        # (encoding: funes/provenance.py).
+        pa.field("files", pa.string()),
+        pa.field("commands", pa.string()),
+        pa.field("exit_code", pa.int32()),
     ]
     meta = {f"{META_PREFIX}schema_version": SCHEMA_VERSION}
     meta.update(metadata or {})
@@ -53,6 +61,15 @@ def chunk_schema(dim: int, metadata: dict[str, str] | None = None) -> pa.Schema:
 
 # Every column but the vector: what readers fetch for display and what writers fill.
 ROW_COLUMNS: Sequence[str] = tuple(f.name for f in chunk_schema(1) if f.name != "vector")
+
+
+PROVENANCE_COLUMNS = ("files", "commands", "exit_code")
+
+
+def missing_fields(schema: pa.Schema) -> list[pa.Field]:
+    """The columns of this funes's schema that a stored table lacks (an older
+    funes's memory, or the Rust funes's), vector aside."""
+    return [f for f in chunk_schema(1) if f.name != "vector" and f.name not in schema.names]
 
 
 def decode_metadata(schema: pa.Schema) -> dict[str, str]:

@@ -45,7 +45,15 @@ from funes.memory.health import (
 )
 from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
 from funes.memory.location import MemoryLocation
-from funes.memory.schema import META_PREFIX, ROW_COLUMNS, TABLE_NAME, chunk_schema, decode_metadata
+from funes.memory.schema import (
+    META_PREFIX,
+    ROW_COLUMNS,
+    SCHEMA_VERSION,
+    TABLE_NAME,
+    chunk_schema,
+    decode_metadata,
+    missing_fields,
+)
 
 _T = TypeVar("_T")
 IDENTITY_KEYS = ("model_id", "revision", "dim")
@@ -157,6 +165,7 @@ class Memory:
         self._intact: list[Any] | None = None  # the fragments read, once some are known damaged
         self._checked_deep = False
         self._lexical: LexicalIndex | None = None
+        self._absent: dict[str, pa.Field] | None = None  # columns of our schema the table lacks
 
     @classmethod
     def open(cls, location: MemoryLocation) -> Memory:
@@ -254,7 +263,23 @@ class Memory:
 
     # ------------------------------------------------------------------ reading rows
     def scan(self, columns: Sequence[str], where: str | None = None) -> pa.Table:
-        return self._read(lambda: self._scanner(columns=list(columns), filter=where).to_table())
+        """``columns`` of the rows ``where`` keeps; a column of this funes's schema
+        that the table lacks (one written by an older funes, never migrated) reads
+        as nulls."""
+        if self._absent is None:
+            self._absent = {f.name: f for f in missing_fields(self.dataset.schema)}
+        absent = self._absent
+        present = [c for c in columns if c not in absent]
+        table = self._read(lambda: self._scanner(columns=present, filter=where).to_table())
+        if len(present) == len(columns):
+            return table
+        return pa.Table.from_arrays([table.column(c) if c not in absent else pa.nulls(table.num_rows, absent[c].type)
+                                     for c in columns], names=list(columns))
+
+    def lacks(self, columns: Sequence[str]) -> list[str]:
+        """Which of ``columns`` the stored table does not have."""
+        names = set(self.dataset.schema.names)
+        return [c for c in columns if c not in names]
 
     def rows(self, ids: Sequence[str], columns: Sequence[str] = ROW_COLUMNS) -> dict[str, dict[str, Any]]:
         """Rows by chunk id (missing ids are absent from the result)."""
@@ -504,7 +529,7 @@ class MemoryWriter:
                 table = db.open_table(TABLE_NAME)
                 if not allow_other_model:
                     check_identity(location, decode_metadata(table.schema), expected_identity)
-                return table
+                return MemoryWriter._migrated(table)
             return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata()}))
         except FunesError:
             raise
@@ -512,6 +537,21 @@ class MemoryWriter:
             if not location.is_local and refused_write(exc) is None:
                 raise RemoteError(f"cannot open memory at {location.label}: {_remote_failure(location, exc)}") from exc
             raise
+
+    @staticmethod
+    def _migrated(table: Any) -> Any:
+        """``table`` with every column of this funes's schema: the columns an older
+        memory lacks are added null-filled (a metadata-only commit: no row is
+        rewritten), and its schema version is stamped.  Rows indexed before keep no
+        provenance: their turns are not parsed again."""
+        missing = missing_fields(table.schema)
+        if missing:
+            table.add_columns(pa.schema(missing))
+        key = f"{META_PREFIX}schema_version"
+        if decode_metadata(table.schema).get(key) != SCHEMA_VERSION:
+            table.to_lance().update_schema_metadata({key: SCHEMA_VERSION})
+            table.checkout_latest()
+        return table
 
     # ------------------------------------------------------------------ rows
     @property

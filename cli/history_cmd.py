@@ -1,0 +1,48 @@
+"""`funes history PATH`: the sessions and turns that touched a file, newest first."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from funes.cli.common import print_json, warn_if_damaged
+from funes.cli.main import app
+from funes.cli.options import BRANCH, COMMAND, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
+
+
+@app.command("history")
+def history_command(
+    path: str = typer.Argument(..., help="The file (or folder: a prefix) relative to the repo root, or a local path."),
+    limit: int = typer.Option(50, "--limit", help="Turns listed (the total counts them all)."),
+    harness: str = HARNESS,
+    workdir: str = WORKDIR,
+    repo: str = REPO,
+    branch: str = BRANCH,
+    session: str = SESSION,
+    since: str = SINCE,
+    until: str = UNTIL,
+    command: str = COMMAND,
+    memory: str = READ_MEMORY,
+    as_json: bool = typer.Option(False, "--json", help="The turns and totals as one JSON object."),
+) -> None:
+    """The turns that read, edited or wrote a file, newest first, each with the
+    assistant's text beside the tool call (what the change was for)."""
+    from funes.errors import bounded_int
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.bounds import MAX_HISTORY_LIMIT
+    from funes.retrieval.filters import Filters
+    from funes.retrieval.history import file_history, format_history, history_json
+
+    bounded_int("--limit", limit, 1, MAX_HISTORY_LIMIT)
+    filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
+                            since=since, until=until, file=path, command=command)
+    opened = open_memory(memory)
+    try:
+        found = file_history(opened, filters, limit=limit)
+    finally:
+        warn_if_damaged(opened)
+    if as_json:
+        print_json(history_json(found))
+    else:
+        sys.stdout.write(format_history(found) + "\n")
