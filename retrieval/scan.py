@@ -5,15 +5,15 @@ are reassembled first, so a needle that spans a split is found, once; so "0 bloc
 means the text is absent from what the memory holds (redacted secrets included:
 the memory holds their placeholders).
 
-Unsplit blocks, nearly all of a memory, are matched column-wise by polars; only the
-split ones are stitched in Python."""
+Every block is matched column-wise by polars: the split ones are first stitched back
+in polars too (each split cut where the next begins, the pieces joined), so no row
+passes through Python unless it matches."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from funes.chunking import reassemble
 from funes.errors import UsageError, bounded_int
 from funes.memory.store import Memory
 from funes.retrieval.bounds import MAX_NEEDLE_CHARS, MAX_NEEDLES, MAX_SCAN_CONTEXT, MAX_SCAN_LIMIT
@@ -90,21 +90,16 @@ def scan_memory(memory: Memory, needles: list[str], *, ignore_case: bool = False
     if frame.is_empty():
         return ScanResult([NeedleTotal(n, 0, 0, 0) for n in needles], [], 0, False, memory.location.label)
     split = frame.with_columns(pl.col("split_idx").fill_null(0).max().over(BLOCK_KEY).alias("last_split"))
-    whole, pieces = split.filter(pl.col("last_split") == 0), split.filter(pl.col("last_split") > 0)
+    whole = split.filter(pl.col("last_split") == 0).drop("last_split")
+    blocks = pl.concat([whole, _stitched_blocks(split.filter(pl.col("last_split") > 0).drop("last_split"))])
     searched = pl.col("text").fill_null("")
     if ignore_case:
         searched = searched.str.to_lowercase()
     found: list[tuple[str, dict[str, Any], str]] = []  # (needle, row, block text)
     for needle in needles:
         wanted = needle.lower() if ignore_case else needle
-        for row in whole.filter(searched.str.contains(wanted, literal=True)).iter_rows(named=True):
+        for row in blocks.filter(searched.str.contains(wanted, literal=True)).iter_rows(named=True):
             found.append((needle, row, row["text"] or ""))
-    stitched = _stitched_blocks(pieces)
-    for row, text in stitched:
-        haystack = text.lower() if ignore_case else text
-        for needle in needles:
-            if (needle.lower() if ignore_case else needle) in haystack:
-                found.append((needle, row, text))
     matches = [_match(needle, row, text, ignore_case, context) for needle, row, text in found]
     matches.sort(key=lambda m: (m.ts or "\uffff", m.session_id, m.seq, needles.index(m.needle)))
     totals = []
@@ -112,17 +107,24 @@ def scan_memory(memory: Memory, needles: list[str], *, ignore_case: bool = False
         mine = [m for m in matches if m.needle == needle]
         totals.append(NeedleTotal(needle, len(mine), sum(m.occurrences for m in mine),
                                   len({m.session_id for m in mine})))
-    return ScanResult(totals, matches[:limit], whole.height + len(stitched), len(matches) > limit,
+    return ScanResult(totals, matches[:limit], blocks.height, len(matches) > limit,
                       memory.location.label)
 
 
-def _stitched_blocks(pieces: Any) -> list[tuple[dict[str, Any], str]]:
-    """Split blocks whole again: (the first split's row, the block's text)."""
-    grouped: dict[tuple, list[dict[str, Any]]] = {}
-    for row in pieces.sort("split_idx").iter_rows(named=True):
-        grouped.setdefault(tuple(row[k] for k in BLOCK_KEY), []).append(row)
-    return [(rows[0], reassemble((int(r["char_start"] or 0), r["text"] or "") for r in rows))
-            for rows in grouped.values()]
+def _stitched_blocks(pieces: Any) -> Any:
+    """Split blocks whole again, one row each (the first split's fields, the block's
+    text): each split keeps its text up to where the next one starts (splits may
+    overlap) and the block is their join, as :func:`funes.chunking.reassemble` does."""
+    import polars as pl
+
+    start = pl.col("char_start").fill_null(0)
+    next_start = start.shift(-1).over(BLOCK_KEY)
+    text = pl.col("text").fill_null("")
+    kept = pl.when(next_start.is_null()).then(text).otherwise(text.str.slice(0, (next_start - start).clip(0)))
+    return (pieces.sort([*BLOCK_KEY, "split_idx"]).with_columns(kept.alias("text"))
+            .group_by(BLOCK_KEY, maintain_order=True)
+            .agg(pl.exclude("text", *BLOCK_KEY).first(), pl.col("text").str.join(""))
+            .select(pieces.columns))
 
 
 def _match(needle: str, row: dict[str, Any], text: str, ignore_case: bool, context: int) -> ScanMatch:
