@@ -12,11 +12,11 @@ another tool).  Scrub rebuilds every stored block from its chunks and redacts it
   every older version is deleted, so no file of the memory can give the secret back;
   the BM25 and scalar indexes are rebuilt from the result.
 
-Transcripts are never touched.  The ids of the replaced and dropped chunks are recorded
-in coverage, so the next ``funes push`` to a remote that received their old text replaces
-it there (:mod:`funes.hub.push`); a credential that reached the Hub must still be
-revoked, since whoever read it before may have it.  A scanner that fails stops the scrub
-before any change.
+Transcripts are never touched.  The ids of the replaced and dropped chunks, and of those
+whose files or commands were redacted, are recorded in coverage, so the next ``funes push``
+to a remote that received their old values replaces them there (:mod:`funes.hub.push`);
+a credential that reached the Hub must still be revoked, since whoever read it before may
+have it.  A scanner that fails stops the scrub before any change.
 """
 
 from __future__ import annotations
@@ -45,30 +45,32 @@ class ScrubReport:
     chunks_removed: int = 0
     chunks_written: int = 0
     removed_ids: list[str] = field(default_factory=list)  # chunks replaced or dropped
+    provenance_redacted: int = 0  # chunks kept whose files or commands were redacted in place
 
     def summary(self) -> str:
         found = ", ".join(f"{rule}×{n}" for rule, n in sorted(self.secrets.items())) or "none"
         return (f"scanned {self.blocks} blocks: {self.redacted_blocks} redacted, {self.dropped_blocks} dropped"
                 f" (secrets: {found}); {self.chunks_removed} chunks replaced by {self.chunks_written};"
-                " older versions deleted")
+                f" files/commands redacted on {self.provenance_redacted} chunk(s); older versions deleted")
 
 
-def _scrub_provenance(writer: MemoryWriter, rows: list[dict], report: ScrubReport) -> None:
-    """Redact the files and commands every chunk of a turn carries, turn by turn (what
-    cannot be redacted safely is cleared); rows keep their text and vectors."""
+def _redacted_provenance(rows: list[dict], report: ScrubReport) -> dict[tuple[str, str], dict[str, str | None]]:
+    """The files and commands to store instead, per turn (session id, turn uuid) whose
+    values hold a secret: redacted, or None when it cannot be located safely."""
     stated: dict[tuple[str, str], dict[str, str]] = {}
     for row in rows:
         for column in ("files", "commands"):
             if row.get(column):
                 stated.setdefault((row["session_id"], row["turn_uuid"]), {})[column] = row[column]
     items = [(turn, column, text) for turn, values in stated.items() for column, text in values.items()]
+    redacted: dict[tuple[str, str], dict[str, str | None]] = {}
     for (turn, column, _), redaction in zip(items, redact_many([text for _, _, text in items]), strict=True):
         if not redaction.findings:
             continue
         for rule, count in redaction.findings.items():
             report.secrets[rule_label(rule)] += count
-        writer.table.update(where=f"{sql_in('session_id', [turn[0]])} AND {sql_in('turn_uuid', [turn[1]])}",
-                            values={column: redaction.text})
+        redacted.setdefault(turn, {})[column] = redaction.text
+    return redacted
 
 
 def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
@@ -83,6 +85,10 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
     texts = [block_text([(row["char_start"], row["text"]) for row in blocks[key]]) for key in keys]
 
     report = ScrubReport(blocks=len(keys))
+    # Redacted first, so a block's replacement chunks carry its turn's redacted values too.
+    provenance = _redacted_provenance(rows, report)
+    for row in rows:
+        row.update(provenance.get((row["session_id"], row["turn_uuid"]), {}))
     removed: list[str] = []
     replacements: list[Chunk] = []
     for key, redaction in zip(keys, redact_many(texts), strict=True):
@@ -100,15 +106,22 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
             replacements.append(Chunk(id=chunk_id(key[0], key[1], key[2], split_idx), text=piece,
                                       split_idx=split_idx, char_start=start, **shared))
-    _scrub_provenance(writer, rows, report)
+    # Every write comes after the record: a scrub cut short must still have the next push
+    # look at these (a chunk whose files or commands were redacted in place counts too:
+    # a remote that received it holds the old values in those columns).
+    reprovenanced = [row["id"] for row in rows if (row["session_id"], row["turn_uuid"]) in provenance]
+    if removed or reprovenanced:
+        writer.coverage.record_scrubbed([*removed, *reprovenanced])
+    for (session_id, turn_uuid), values in provenance.items():
+        writer.table.update(where=f"{sql_in('session_id', [session_id])} AND {sql_in('turn_uuid', [turn_uuid])}",
+                            values=values)
     if removed:
         vectors = None
         if replacements:
             vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in replacements])
-        # Recorded first: a scrub cut short must still have the next push look at these.
-        writer.coverage.record_scrubbed(removed)
         writer.replace_chunks(removed, replacements, vectors)
     report.chunks_removed, report.chunks_written = len(removed), len(replacements)
+    report.provenance_redacted = len(set(reprovenanced) - set(removed))
     report.removed_ids = removed
     writer.maintain(keep_versions_for=timedelta(0))
     writer.purge_history()
