@@ -15,10 +15,10 @@ coverage are removed from the remote's current commit by the next push (the rows
 deleted, the fragments that held them rewritten without them, and the old data files
 deleted in the same commit, so no file of the new head holds their text);
 ``purge_history`` then squashes the repo's history so no commit holds them either.
-Scrubbing reaches it the same way: the chunks `funes scrub` replaced or dropped (recorded
-in coverage) whose text on the remote differs from the local one are deleted from the
-remote in that same commit, and their redacted versions, when the scrub kept any, ship in
-their place.
+Scrubbing reaches it the same way: the chunks `funes scrub` replaced, dropped or redacted
+the files or commands of (recorded in coverage) whose text, files or commands on the
+remote differ from the local ones are deleted from the remote in that same commit, and
+their redacted versions, when the scrub kept any, ship in their place.
 
 What ships: chunks whose whole block is embedded (the rest waits for its vectors) and
 passes the egress gate (:mod:`funes.hub.gate`); for a project memory, only the sessions
@@ -52,9 +52,13 @@ from funes.hub.receipts import Receipt, Removals, receipt_path
 from funes.hub.repo import CARD_PATH, TABLE_DIR, URI_PREFIX, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
 from funes.hub.snapshot import VERSION_HINT, VERSIONS_DIR, Snapshot, fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
+from funes.memory.schema import META_PREFIX, SCHEMA_VERSION, missing_fields
 from funes.memory.store import Memory
 
 MAX_ATTEMPTS = 8
+# The columns `funes scrub` rewrites: a remote row differing from the local one in any
+# of them may still hold what was scrubbed.
+SCRUBBED_COLUMNS = ("text", "files", "commands")
 RETRY_BASE_S = 0.25
 
 
@@ -307,19 +311,23 @@ class _Publication:
                 if (key := session_key(harness or "", session)) in self.forgotten}
 
     def _scrub_outdated(self, remote_table: _RemoteTable | None) -> frozenset[str]:
-        """The remote's chunks that `funes scrub` replaced or dropped here and that still
-        hold their old text there (a chunk already replaced reads the same on both sides)."""
+        """The remote's chunks that `funes scrub` changed here (text replaced or dropped,
+        files or commands redacted in place) and that still differ there in one of those
+        columns (a chunk already replaced reads the same on both sides).  A column the
+        remote's table lacks (one written before it existed) holds nothing to retract."""
         if remote_table is None or not self.scrubbed:
             return frozenset()
         held = sorted(self.scrubbed & remote_table.ids)
         if not held:
             return frozenset()
+        absent = set(remote_table.memory.lacks(SCRUBBED_COLUMNS))
+        columns = ("id", *(c for c in SCRUBBED_COLUMNS if c not in absent))
 
-        def texts(memory: Memory) -> dict[str, str]:
-            rows = rows_by_id(memory, held, ("id", "text"))
-            return dict(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist(), strict=True))
+        def values(memory: Memory) -> dict[str, tuple]:
+            rows = rows_by_id(memory, held, columns).to_pylist()
+            return {row["id"]: tuple(row[c] for c in columns[1:]) for row in rows}
 
-        theirs, ours = texts(remote_table.memory), texts(self.local)
+        theirs, ours = values(remote_table.memory), values(self.local)
         return frozenset(chunk for chunk in held if ours.get(chunk) != theirs.get(chunk))
 
     def _guard(self, remote_ids: frozenset[str], candidates: set[str], confirm: Callable[[str], bool] | None) -> None:
@@ -402,6 +410,13 @@ class _Publication:
 
             for start in range(0, len(retract), 500):
                 dataset.delete(sql_in("id", retract[start:start + 500]))
+        dataset = lance.dataset(uri)
+        missing = missing_fields(dataset.schema)
+        if missing:
+            # A table pushed by an older funes: give it this funes's columns (null-filled, a
+            # metadata-only commit) so the rows appended keep their provenance.
+            dataset.add_columns(pa.schema(missing))
+            lance.dataset(uri).update_schema_metadata({f"{META_PREFIX}schema_version": SCHEMA_VERSION})
         if rows.num_rows:
             dataset = lance.dataset(uri)
             dataset.merge_insert("id").when_not_matched_insert_all().execute(_conform(rows, dataset.schema))
