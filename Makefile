@@ -21,8 +21,11 @@ venv: $(BIN)/funes
 run: venv
 	$(BIN)/funes quickstart
 
+# The default suite (`pytest`: everything not marked slow), then the slow end-to-end
+# tests (agents' own CLIs, a pty first index, multi-process and Celery pipeline runs).
 test: venv
 	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m slow
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

@@ -31,8 +31,11 @@ def agent_cli(name: str) -> Path | None:
     return path if path.exists() and shutil.which("node") else None
 
 
-def needs_cli(name: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(agent_cli(name) is None, reason=f"the {name} CLI is not installed: {INSTALL}")
+def needs_cli(name: str):
+    """For a test that runs the agent's own CLI: skipped without it, and ``slow`` (a
+    Node CLI starting takes seconds), so the default suite leaves it to ``-m slow``."""
+    skip = pytest.mark.skipif(agent_cli(name) is None, reason=f"the {name} CLI is not installed: {INSTALL}")
+    return lambda test: pytest.mark.slow(skip(test))
 
 
 def run_cli(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -170,6 +170,7 @@ def test_claude_mcp_sees_the_registration(claude_home):
     assert json.loads((claude_home / ".claude.json").read_text())["numStartups"] == 42
 
 
+@pytest.mark.slow
 def test_add_builds_the_first_index_text_first_when_there_is_none(claude_home):
     transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"
     write(claude_home / ".claude" / "projects" / "-home-me-app" / "s1.jsonl", transcript.read_text())

@@ -98,6 +98,7 @@ def test_a_path_no_agent_recognises_is_a_usage_error(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- agents on this machine
+@pytest.mark.slow
 def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(memory_home):
     # The built memory holds Claude, Codex, pi and Hermes sessions; one more Claude session
     # lands on disk unindexed, and only Codex is wired.
@@ -262,6 +263,7 @@ def installed_plugins(tmp_path, monkeypatch):
         del sys.modules[module]
 
 
+@pytest.mark.slow
 def test_a_third_party_agent_package_is_indexed_recalled_and_wired(installed_plugins, isolated_env, monkeypatch):
     home = isolated_env / "toy-home"
     monkeypatch.setenv("TOY_HOME", str(home))
@@ -312,6 +314,7 @@ def test_a_third_party_agent_package_is_indexed_recalled_and_wired(installed_plu
     assert [unit.key for unit in units_for(request)] == ["toy_agent--c1"]
 
 
+@pytest.mark.slow
 def test_a_plugin_that_fails_at_run_time_costs_only_its_own_sessions(installed_plugins, isolated_env, monkeypatch):
     import funes_agent_toy
 

@@ -124,6 +124,7 @@ def test_opencode_mcp_list_connects_to_the_registered_server(isolated_env, monke
     assert "github" in listed.stdout + listed.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_indexes_the_database_and_recall_finds_its_turns(memory_home, monkeypatch):
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.delenv("OPENCODE_DB", raising=False)

@@ -125,6 +125,7 @@ def _distinctive_text(agent_name: str, path: Path) -> tuple[int, str, str]:
     return len(units), session_id, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent_home", sorted(CASES), indirect=True)
 def test_index_detects_sweeps_counts_and_recalls(agent_home):
     name, case, home = agent_home
@@ -152,6 +153,7 @@ def test_index_detects_sweeps_counts_and_recalls(agent_home):
                for hit in hits), hits
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent_home", sorted(name for name, case in CASES.items() if case.turn), indirect=True)
 def test_the_hook_indexes_the_new_turn(agent_home, monkeypatch):
     from funes.wiring import Binding

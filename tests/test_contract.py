@@ -1,3 +1,4 @@
+import pytest
 """docs/contract.md is the contract: its examples are what the code prints, and a
 parser written from it reads every answer right, whatever the transcripts hold."""
 
@@ -176,6 +177,7 @@ def _splits():
     return [lambda text: text.split("\n"), str.splitlines]
 
 
+@pytest.mark.slow
 def test_recalled_text_cannot_forge_hits_or_turns(isolated_env, tmp_path):
     from hub_helpers import index_into_local_memory, write_claude_session
 

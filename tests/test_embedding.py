@@ -71,6 +71,7 @@ def reference():
 # --------------------------------------------------------------------------- vectors
 
 
+@pytest.mark.slow
 def test_onnx_vectors_match_sentence_transformers(onnx_embedder, reference):
     texts = real_texts()
     ours, theirs = onnx_embedder.embed(texts), reference.embed(texts)
@@ -142,6 +143,7 @@ def test_revision_is_the_digest_of_the_shipped_weights():
 # --------------------------------------------------------------------------- export cache
 
 
+@pytest.mark.slow
 def test_export_is_cached_reused_and_rebuilt_when_damaged(tmp_path, monkeypatch):
     monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))
     exports = []

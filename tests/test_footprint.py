@@ -1,3 +1,4 @@
+import pytest
 """What a first run leaves on the user's machine: nothing outside funes's own folders.
 
 A fresh HOME with one Claude session and a Hermes database, nothing cached (the
@@ -37,6 +38,7 @@ def written(before: dict[Path, int | None], after: dict[Path, int | None]) -> se
     return {path for path, stamp in after.items() if path not in before or (stamp is not None and before[path] != stamp)}
 
 
+@pytest.mark.slow
 def test_a_first_run_writes_nothing_about_the_user_outside_funes_home(tmp_path):
     home = tmp_path / "home"
     project = home / ".claude" / "projects" / "-home-me-proj"

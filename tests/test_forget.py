@@ -1,3 +1,4 @@
+import pytest
 """`funes forget`: sessions leave the memory for good and stay out on re-index."""
 
 import json
@@ -12,6 +13,7 @@ def funes(*args):
     return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=300, env=os.environ.copy())
 
 
+@pytest.mark.slow
 def test_forgotten_sessions_are_gone_from_every_version_and_stay_out(memory_home):
     import lance
 
@@ -33,6 +35,7 @@ def test_forgotten_sessions_are_gone_from_every_version_and_stay_out(memory_home
     assert lance.dataset(table.uri).count_rows("session_id = 's_main'") == 0
 
 
+@pytest.mark.slow
 def test_forget_needs_a_target_and_reports_no_match(memory_home):
     assert funes("forget").returncode == 2
     result = funes("forget", "--session", "no-such-session", "--yes")

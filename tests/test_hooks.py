@@ -193,6 +193,7 @@ def stored_ids() -> list[str]:
 
 
 # ---------------------------------------------------------------- tests
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", sorted(TURNS))
 def test_the_hook_returns_at_once_and_the_turn_becomes_recallable(memory_home, agent):
     word = token()
@@ -237,6 +238,7 @@ def test_the_pi_extension_bridges_the_recall_tools(memory_home):
     assert "hermes" in status["text"]
 
 
+@pytest.mark.slow
 def test_eight_hooks_at_once_leave_one_consistent_memory(memory_home):
     before = set(stored_ids())
     words = [token() for _ in range(3)]
@@ -266,6 +268,7 @@ def test_eight_hooks_at_once_leave_one_consistent_memory(memory_home):
     assert sorted(stored_ids()) == sorted(ids)
 
 
+@pytest.mark.slow
 def test_a_waiting_worker_takes_the_next_turn_warm(memory_home, monkeypatch):
     monkeypatch.setenv("FUNES_HOOK_IDLE_S", "4")
     first, second = token(), token()
@@ -280,6 +283,7 @@ def test_a_waiting_worker_takes_the_next_turn_warm(memory_home, monkeypatch):
     assert recalled(first) and recalled(second)
 
 
+@pytest.mark.slow
 def test_a_turn_handed_over_while_another_process_writes_lands_once_it_is_free(memory_home):
     """`funes index` (here: the same writer, held open by the test) has the memory's
     lock: the worker waits for it instead of leaving the turns for a later hook,
@@ -398,6 +402,7 @@ def test_an_earlier_hook_command_is_replaced_in_place_or_removed(isolated_env):
     assert json.loads(settings.read_text())["hooks"]["Stop"] == [{"hooks": [users]}]
 
 
+@pytest.mark.slow
 def test_the_hook_imports_nothing_from_the_agents_project(memory_home, tmp_path):
     """Agents run hooks in the user's project: a module there named like one the hook
     imports must not run (`-I`), and the hook needs no site-packages (`-S`)."""

@@ -124,6 +124,7 @@ def world(memory_home, tmp_path, monkeypatch):
 @settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
+@pytest.mark.slow
 @given(args=invocations())
 def test_hostile_arguments_get_an_answer_or_one_line_error(world, args):
     args = [world.get(arg, arg) for arg in args]

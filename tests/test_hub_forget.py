@@ -50,6 +50,7 @@ def left_on_remote() -> tuple[int, int, bool, bool]:
     return remote["forgotten_sessions"], remote["scrubbed_chunks"], remote["history_purged"], remote["holds_removed"]
 
 
+@pytest.mark.slow
 def test_forget_then_push_removes_the_session_from_the_remote_head_and_readers(isolated_env, hub_server, repo_id):
     kept = write_claude_session(isolated_env / "t" / f"{KEPT}.jsonl", KEPT,
                                 ["How do we deploy?", "With the release script, after the tests pass."])

@@ -292,6 +292,7 @@ def test_secrets_in_a_transcript_are_in_no_byte_of_the_memory_or_the_hub(hub_ser
         assert not words & vocabulary, secret.kind
 
 
+@pytest.mark.slow
 def test_the_gate_holds_back_every_block_with_a_secret_and_publishes_the_rest(hub_server, repo_id, tmp_path, capsys):
     with unredacted_indexing():
         index_into_local_memory([secret_transcript(tmp_path / "t" / "secrets.jsonl", SECRETS, clean_turns=3)])

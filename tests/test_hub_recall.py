@@ -51,6 +51,7 @@ def recall_batch(memory, env=None):
     return {line["qid"]: line["hits"] for line in map(json.loads, result.stdout.splitlines())}
 
 
+@pytest.mark.slow
 def test_recall_from_a_fresh_home_returns_the_same_top_hits_as_local(published, repo_id, fresh_home, hub_server):
     local = recall_batch(None)
     remote = recall_batch(repo_id, fresh_home)
@@ -65,6 +66,7 @@ def test_recall_from_a_fresh_home_returns_the_same_top_hits_as_local(published, 
     assert hit["text"][:80] in result.stdout
 
 
+@pytest.mark.slow
 def test_a_warm_recall_makes_no_request_and_only_live_files_are_fetched(memory_home, repo_id, fresh_home,
                                                                           hub_server, tmp_path):
     from funes.hub.push import push
@@ -100,6 +102,7 @@ def status_chunks(memory, env):
     return json.loads(result.stdout)["chunks"]
 
 
+@pytest.mark.slow
 def test_the_next_command_sees_a_new_push(published, memory_home, repo_id, fresh_home, hub_server):
     origin = os.environ.copy()
     assert status_chunks(repo_id, fresh_home) == published

@@ -83,6 +83,7 @@ def remote_status(*flags: str) -> dict:
     return remote
 
 
+@pytest.mark.slow
 def test_scrub_then_push_replaces_a_pushed_secret_on_the_remote_and_for_its_readers(leaked, hub_server, repo_id,
                                                                                     tmp_path):
     from funes.memory.lexical import tokenize
@@ -188,6 +189,7 @@ def on_a_terminal(args: list[str], answers: dict[str, str], timeout: float = 300
     return code, shown
 
 
+@pytest.mark.slow
 def test_scrub_on_a_terminal_offers_to_push_and_to_squash_the_history(leaked, hub_server, repo_id):
     assert secrets_in(everything_published(hub_server, repo_id))
     code, shown = on_a_terminal(["scrub"], {"replacing them there? [y/N]": "y",
@@ -200,6 +202,7 @@ def test_scrub_on_a_terminal_offers_to_push_and_to_squash_the_history(leaked, hu
     assert not remote_status()["holds_removed"]
 
 
+@pytest.mark.slow
 def test_answering_no_leaves_the_remote_alone_and_scrub_push_retracts_unattended(leaked, hub_server, repo_id):
     before = commits(hub_server, repo_id)
     code, shown = on_a_terminal(["scrub"], {"replacing them there? [y/N]": "n"})

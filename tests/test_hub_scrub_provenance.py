@@ -69,6 +69,7 @@ def remote_status(*flags: str) -> dict:
     return remote
 
 
+@pytest.mark.slow
 def test_a_secret_scrubbed_from_a_stored_command_leaves_the_remote(isolated_env, hub_server, tmp_path):
     from funes.hub.push import push
 

@@ -35,6 +35,7 @@ def status(env=None) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_index_twice_leaves_identical_rows(memory_home):
     before = sorted(stored_ids(memory_home / ".funes"))
     first = status()
@@ -110,6 +111,7 @@ def on_terminal(args: list[str], answer: str, *, env: dict, timeout: float = 300
     return code, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ["y", "n", ""], ids=["yes", "no", "enter"])
 def test_interactive_first_index_offers_the_rest_with_a_measured_estimate(isolated_env, answer):
     from hub_helpers import write_claude_session
@@ -157,6 +159,7 @@ def test_bad_flags_and_paths_are_one_line_errors(memory_home, tmp_path):
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("funes: "), result.stderr
 
 
+@pytest.mark.slow
 def test_a_second_writer_waits_then_gives_up_clearly(memory_home):
     from filelock import FileLock
 
@@ -180,6 +183,7 @@ def test_an_unwritable_funes_home_is_a_clear_error(memory_home, tmp_path):
     assert result.stderr.startswith("funes: cannot write") and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_memory_built_with_another_model_is_refused(memory_home):
     import lance
 
@@ -245,6 +249,7 @@ def assert_refused_in_one_line(result: subprocess.CompletedProcess, reason: str)
     assert result.stderr == f"{REFUSED}{reason}{KEPT}", result.stderr
 
 
+@pytest.mark.slow
 def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_home):
     import shutil
 

@@ -1,3 +1,4 @@
+import pytest
 """`funes mcp` over stdio, driven by the official MCP client."""
 
 import os
@@ -71,6 +72,7 @@ def test_a_server_bound_to_a_missing_memory_answers_with_an_error(isolated_env, 
     assert result.is_error and "no memory at" in _text(result)
 
 
+@pytest.mark.slow
 def test_a_running_server_sees_turns_indexed_after_it_started(memory_home):
     import json
 

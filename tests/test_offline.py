@@ -41,6 +41,7 @@ def test_an_unreachable_hub_is_exit_6_in_one_line(kind):
         assert_unreachable(result, f"funes: cannot read me/x on {endpoint}: the Hub cannot be reached (")
 
 
+@pytest.mark.slow
 def test_a_hub_that_never_answers_times_out_with_exit_6():
     # Connections complete in the kernel's backlog; nothing ever reads or answers them.
     with socket.socket() as silent:
@@ -52,6 +53,7 @@ def test_a_hub_that_never_answers_times_out_with_exit_6():
     assert_unreachable(result, f"funes: cannot read me/x on {endpoint}: the Hub cannot be reached (ReadTimeout")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", UNREACHABLE)
 def test_an_unreachable_object_store_is_exit_6_in_one_line(tmp_path, kind):
     from hub_helpers import write_claude_session

@@ -103,6 +103,7 @@ def test_index_chain_materialises_partitions_into_the_memory(agent_home, instanc
     assert events[0].metadata["unchanged"].value is True and _row_count() == rows
 
 
+@pytest.mark.slow
 def test_a_backfill_of_many_sessions_runs_as_one_run(agent_home, instance):
     tick = _sensor_tick(instance)
     keys = tick.dynamic_partitions_requests[0].partition_keys
@@ -178,6 +179,7 @@ def _backfill(instance, keys, run_config):
         "dagster/asset_partition_range_start": ordered[0], "dagster/asset_partition_range_end": ordered[-1]})
 
 
+@pytest.mark.slow
 def test_the_chain_and_funes_index_store_identical_rows_without_thinking(agent_home, instance, tmp_path):
     """`funes index --no-thinking` and a Dagster backfill with include_thinking false
     run the same stage functions: same ids, texts and vectors."""
@@ -298,6 +300,7 @@ def test_cli_work_is_recorded_as_runless_events_with_each_sessions_report(agent_
 # --------------------------------------------------------------------------- what runs on its own
 
 
+@pytest.mark.slow
 def test_the_hourly_sweep_adds_partitions_and_requests_changed_sessions(agent_home, instance):
     from funes.pipelines.automation import hourly_sweep
     from funes.pipelines.resources import MemoryResource
@@ -312,6 +315,7 @@ def test_the_hourly_sweep_adds_partitions_and_requests_changed_sessions(agent_ho
     assert {r.partition_key for r in again} == keys - {"claude_code--claude_session"}
 
 
+@pytest.mark.slow
 def test_dense_backfill_and_maintenance_run_and_a_model_mismatch_blocks_the_chain(agent_home, instance):
     from funes.cli.index_cmd import run_index
     from funes.memory.location import local_memory
@@ -377,6 +381,7 @@ def test_the_chain_runs_under_the_multiprocess_executor(agent_home, tmp_path):
         assert instance.get_materialized_partitions(dg.AssetKey("memory_chunks")) == set(keys)
 
 
+@pytest.mark.slow
 def test_hub_publication_failures_name_its_config_not_cli_flags(memory_home, hub_env, instance, monkeypatch):
     """A first push without `assume_yes` fails the run in Dagster's terms; with it, the push lands."""
     from funes.assets.publication import hub_publication

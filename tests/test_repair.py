@@ -72,6 +72,7 @@ def repair() -> list[str]:
     return result.stderr.splitlines()
 
 
+@pytest.mark.slow
 def test_a_truncated_data_file_is_served_around_refused_by_writers_and_repaired(memory_home):
     before = stored_ids(memory_home)
     fragment = fragments_holding(memory_home)[0]
@@ -125,6 +126,7 @@ def test_what_no_transcript_holds_any_more_is_named_as_lost(memory_home):
     assert funes("index", "--yes").returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "deleted"])
 def test_lost_manifests_fall_back_to_the_last_intact_version_and_reindex(memory_home, damage):
     add_session(memory_home)

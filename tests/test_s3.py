@@ -71,6 +71,7 @@ def test_recall_get_and_status_over_s3_match_the_local_memory(memory_home, s3_en
     assert window.returncode == 0 and hit["text"][:60] in window.stdout
 
 
+@pytest.mark.slow
 def test_index_into_s3_then_recall_from_another_home(s3_env, tmp_path):
     uri = f"s3://{BUCKET}/indexed"
     transcript = write_claude_session(tmp_path / "t" / "team.jsonl", "5e550000-0000-4000-8000-000000000005",
@@ -90,6 +91,7 @@ def test_index_into_s3_then_recall_from_another_home(s3_env, tmp_path):
     assert json.loads(result.stdout)[0]["text"] == "How do we rotate the staging database credentials?"
 
 
+@pytest.mark.slow
 def test_a_memory_on_s3_publishes_to_the_hub(memory_home, s3_env, hub_env, hub_server):
     from funes.hub.push import push
     from funes.memory.location import location_for
