@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from funes.errors import UsageError
 
@@ -31,6 +31,29 @@ def warn_if_damaged(memory: Any) -> None:
     if memory.damage:
         note(f"funes: warning: memory at {memory.location.label} is damaged: {memory.damage.describe()};"
              " what can be read is served: run `funes repair` to restore it")
+
+
+T = TypeVar("T")
+
+
+def read_memory(memory: str | None, read: Callable[[Any], T]) -> T:
+    """What ``read`` finds in the memory named ``memory`` (opened for reading); a damaged
+    memory is served as far as it can be read, with its warning line after."""
+    from funes.retrieval.access import open_memory
+
+    opened = open_memory(memory)
+    try:
+        return read(opened)
+    finally:
+        warn_if_damaged(opened)
+
+
+def print_answer(answer: T, as_json: bool, json_of: Callable[[T], Any], text_of: Callable[[T], str]) -> None:
+    """A reading command's answer on stdout: one JSON value, or the agent format."""
+    if as_json:
+        print_json(json_of(answer))
+    else:
+        sys.stdout.write(text_of(answer) + "\n")
 
 
 def print_json(value: Any) -> None:

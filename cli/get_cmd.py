@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from funes.cli.common import interactive, warn_if_damaged
+from funes.cli.common import interactive, read_memory
 from funes.cli.main import app
 from funes.errors import UsageError, bounded_int
 
@@ -25,7 +25,6 @@ def get_command(
     """The turn and the turns around it by seq, or a range of a session's turns
     (--from/--to, output capped near 40,000 characters with a line saying where to
     continue); split blocks reassembled whole."""
-    from funes.retrieval.access import open_memory
     from funes.retrieval.bounds import MAX_WINDOW
     from funes.retrieval.get import format_window, turn_range, turn_window
 
@@ -34,14 +33,10 @@ def get_command(
     bounded_int("--window", window, 0, MAX_WINDOW)
     if turn_uuid is not None and (first is not None or last is not None):
         raise UsageError("--from/--to read a range of turns: give them without a TURN_UUID, or drop them")
-    opened = open_memory(memory)
-    try:
-        if turn_uuid is None:
-            view = turn_range(opened, session_id, first or 0, last)
-        else:
-            view = turn_window(opened, session_id, turn_uuid, window)
-    finally:
-        warn_if_damaged(opened)
+    if turn_uuid is None:
+        view = read_memory(memory, lambda opened: turn_range(opened, session_id, first or 0, last))
+    else:
+        view = read_memory(memory, lambda opened: turn_window(opened, session_id, turn_uuid, window))
     if (output_format or ("human" if interactive() else "agent")) == "agent":
         sys.stdout.write(format_window(view) + "\n")
         return

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
-from funes.cli.common import print_json, warn_if_damaged
+from funes.cli.common import print_answer, read_memory
 from funes.cli.main import app
 from funes.cli.options import BRANCH, COMMAND, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
 
@@ -29,7 +27,6 @@ def history_command(
     """The turns that read, edited or wrote a file, newest first, each with the
     assistant's text beside the tool call (what the change was for)."""
     from funes.errors import bounded_int
-    from funes.retrieval.access import open_memory
     from funes.retrieval.bounds import MAX_HISTORY_LIMIT
     from funes.retrieval.filters import Filters
     from funes.retrieval.history import file_history, format_history, history_json
@@ -37,12 +34,5 @@ def history_command(
     bounded_int("--limit", limit, 1, MAX_HISTORY_LIMIT)
     filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
                             since=since, until=until, file=path, command=command)
-    opened = open_memory(memory)
-    try:
-        found = file_history(opened, filters, limit=limit)
-    finally:
-        warn_if_damaged(opened)
-    if as_json:
-        print_json(history_json(found))
-    else:
-        sys.stdout.write(format_history(found) + "\n")
+    print_answer(read_memory(memory, lambda opened: file_history(opened, filters, limit=limit)), as_json,
+                 history_json, format_history)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
-from funes.cli.common import print_json, warn_if_damaged
+from funes.cli.common import print_answer, read_memory
 from funes.cli.main import app
 from funes.cli.options import (
     BLOCK_TYPE,
@@ -45,19 +43,12 @@ def scan_command(
     """Exact substring search over every chunk of the memory (not the ranked index):
     split blocks are reassembled, so a needle across a split is found once and no
     match means the text is not in the memory."""
-    from funes.retrieval.access import open_memory
     from funes.retrieval.filters import Filters
     from funes.retrieval.scan import checked_needles, format_scan, scan_json, scan_memory
 
     needles = checked_needles(needles or [])
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
                             session=session, since=since, until=until, file=file, command=command)
-    opened = open_memory(memory)
-    try:
-        result = scan_memory(opened, needles, ignore_case=ignore_case, context=context, limit=limit, filters=filters)
-    finally:
-        warn_if_damaged(opened)
-    if as_json:
-        print_json(scan_json(result))
-    else:
-        sys.stdout.write(format_scan(result) + "\n")
+    result = read_memory(memory, lambda opened: scan_memory(opened, needles, ignore_case=ignore_case, context=context,
+                                                            limit=limit, filters=filters))
+    print_answer(result, as_json, scan_json, format_scan)
