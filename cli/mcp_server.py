@@ -154,6 +154,14 @@ class RecallService:
             pass  # reported on the first call that needs it
 
 
+def given_filters(**given: str | None) -> Any:
+    """The tool's filter arguments parsed as the CLI parses its options, an empty
+    string taken as left out: agents often send "" for an argument they mean to omit."""
+    from funes.retrieval.filters import Filters
+
+    return Filters.parse(**{name: value or None for name, value in given.items()})
+
+
 def _server_class() -> type:
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -271,15 +279,12 @@ def build_server(default_memory: str | None) -> Any:
         candidates: CANDIDATES = 30,
         memory: str | None = None,
     ) -> str:
-        from funes.retrieval.filters import Filters
         from funes.retrieval.format import format_recall
 
         def run() -> str:
-            # Agents often send "" for an argument they mean to leave out.
-            filters = Filters.parse(harness=harness or None, block_type=block_type or None, workdir=workdir or None,
-                                    repo=repo or None, branch=branch or None, session=session or None,
-                                    since=since or None, until=until or None, file=file or None,
-                                    command=command or None)
+            filters = given_filters(harness=harness, block_type=block_type, workdir=workdir, repo=repo,
+                                    branch=branch, session=session, since=since, until=until, file=file,
+                                    command=command)
             result = service.recaller(memory).recall(query, k=k, candidates=candidates, neighbors=neighbors,
                                                      filters=filters, half_life=half_life)
             return format_recall(result)
@@ -306,12 +311,11 @@ def build_server(default_memory: str | None) -> Any:
                  branch: str | None = None, session: str | None = None, since: str | None = None,
                  until: str | None = None, file: str | None = None, command: str | None = None,
                  memory: str | None = None) -> str:
-        from funes.retrieval.filters import Filters
         from funes.retrieval.sessions import format_sessions, list_sessions
 
         def run() -> str:
-            filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
-                                    since=since, until=until, file=file or None, command=command or None)
+            filters = given_filters(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
+                                    since=since, until=until, file=file, command=command)
             return format_sessions(list_sessions(service.recaller(memory).memory, filters))
 
         return tool_errors(run)
@@ -322,13 +326,12 @@ def build_server(default_memory: str | None) -> Any:
              repo: str | None = None, branch: str | None = None, session: str | None = None,
              since: str | None = None, until: str | None = None, file: str | None = None,
              command: str | None = None, memory: str | None = None) -> str:
-        from funes.retrieval.filters import Filters
         from funes.retrieval.scan import format_scan, scan_memory
 
         def run() -> str:
-            filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo,
-                                    branch=branch, session=session, since=since, until=until, file=file or None,
-                                    command=command or None)
+            filters = given_filters(harness=harness, block_type=block_type, workdir=workdir, repo=repo,
+                                    branch=branch, session=session, since=since, until=until, file=file,
+                                    command=command)
             return format_scan(scan_memory(service.recaller(memory).memory, needles, ignore_case=ignore_case,
                                            context=context, limit=limit, filters=filters))
 
@@ -339,13 +342,11 @@ def build_server(default_memory: str | None) -> Any:
                 repo: str | None = None, branch: str | None = None, session: str | None = None,
                 since: str | None = None, until: str | None = None, command: str | None = None,
                 memory: str | None = None) -> str:
-        from funes.retrieval.filters import Filters
         from funes.retrieval.history import file_history, format_history
 
         def run() -> str:
-            filters = Filters.parse(harness=harness or None, workdir=workdir or None, repo=repo or None,
-                                    branch=branch or None, session=session or None, since=since or None,
-                                    until=until or None, file=path, command=command or None)
+            filters = given_filters(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
+                                    since=since, until=until, file=path, command=command)
             return format_history(file_history(service.recaller(memory).memory, filters, limit=limit))
 
         return tool_errors(run)

@@ -163,9 +163,12 @@ def test_oversized_or_out_of_range_arguments_are_refused_with_the_reason(memory_
                                        {"half_life": -3}, {"candidates": 10**9})]
                 window = await session.call_tool("get", {"session_id": "s_main", "turn_uuid": "3", "window": 10**12})
                 fine = await session.call_tool("recall", {"query": "flaky test", "k": 2.0, "harness": ""})
-                return huge, answers, window, fine
+                blanks = [await session.call_tool(tool, {**arguments, "harness": "", "since": "", "workdir": ""})
+                          for tool, arguments in (("sessions", {}), ("scan", {"needles": ["flaky"]}),
+                                                  ("history", {"path": "src"}))]
+                return huge, answers, window, fine, blanks
 
-    huge, answers, window, fine = anyio.run(calls)
+    huge, answers, window, fine, blanks = anyio.run(calls)
     assert huge.is_error and "the query is 10,000,000 characters long; the limit is 8,000" in _text(huge)
     expected = ["k must be an integer from 1 to 1,000, got 1e+30", "k must be an integer from 1 to 1,000, got 0",
                 "k must be an integer from 1 to 1,000, got 'many'", "neighbors must be an integer from 0 to 50, got -1",
@@ -175,3 +178,4 @@ def test_oversized_or_out_of_range_arguments_are_refused_with_the_reason(memory_
         assert answer.is_error and _text(answer) == f"Error executing tool recall: {message}"
     assert window.is_error and "window must be an integer from 0 to 1,000" in _text(window)
     assert not fine.is_error and _text(fine).count("\n---") == 2  # 2.0 is 2; "" is no filter for an agent
+    assert [answer.is_error for answer in blanks] == [False, False, False], [_text(a) for a in blanks]
