@@ -202,22 +202,6 @@ def checkout_identity(cwd: str) -> tuple[str | None, str | None]:
     return (repo_from_remote_url(url) if url else None), branch
 
 
-def backfill_tool_names(session: Session) -> None:
-    """Give every tool_result without a name the name of the tool_use with the same
-    id (last write wins)."""
-    names: dict[str, str] = {}
-    for turn in session.turns:
-        for block in turn.blocks:
-            if block.block_type == "tool_use" and block.tool_use_id and block.tool_name:
-                names[block.tool_use_id] = block.tool_name
-    if not names:
-        return
-    for turn in session.turns:
-        for block in turn.blocks:
-            if block.block_type == "tool_result" and not block.tool_name and block.tool_use_id:
-                block.tool_name = names.get(block.tool_use_id)
-
-
 # ---------------------------------------------------------------------------- tool-call provenance
 # The argument names tools commonly give the file they act on, and a shell command.
 PATH_ARGUMENTS = ("file_path", "path", "notebook_path", "filePath", "filename")
@@ -353,20 +337,31 @@ def json_exit_code(text: str) -> int | None:
     return None
 
 
-def keep_command_exit_codes(session: Session) -> None:
-    """Exit codes belong to commands: drop a tool_result's exit code when the
-    tool_use it answers (same id) ran no shell command.  Results without a
-    matching call keep theirs."""
+def _settle_tool_results(session: Session) -> None:
+    """Give every tool_result without a name the name of the tool_use with the same
+    id (last write wins), and drop a tool_result's exit code when the tool_use it
+    answers ran no shell command (exit codes belong to commands; results without a
+    matching call keep theirs).  One pass over the blocks, then over the few results
+    that need either."""
+    names: dict[str, str] = {}
     ran_command: dict[str, bool] = {}
+    pending: list[Block] = []
     for turn in session.turns:
         for block in turn.blocks:
-            if block.block_type == "tool_use" and block.tool_use_id:
-                ran_command[block.tool_use_id] = block.command is not None
-    for turn in session.turns:
-        for block in turn.blocks:
-            if block.block_type == "tool_result" and block.exit_code is not None \
-                    and ran_command.get(block.tool_use_id or "") is False:
-                block.exit_code = None
+            kind = block.block_type
+            if kind == "tool_use":
+                if block.tool_use_id:
+                    ran_command[block.tool_use_id] = block.command is not None
+                    if block.tool_name:
+                        names[block.tool_use_id] = block.tool_name
+            elif kind == "tool_result" and ((block.tool_use_id and not block.tool_name)
+                                            or block.exit_code is not None):
+                pending.append(block)
+    for block in pending:
+        if block.tool_use_id and not block.tool_name and names:
+            block.tool_name = names.get(block.tool_use_id)
+        if block.exit_code is not None and ran_command.get(block.tool_use_id or "") is False:
+            block.exit_code = None
 
 
 def finish_session(session: Session) -> Session:
@@ -374,8 +369,7 @@ def finish_session(session: Session) -> Session:
     results only, and fill the repository
     and branch the trace does not record from the checkout at the session's cwd
     (as it is now: a branch switched since is not seen)."""
-    backfill_tool_names(session)
-    keep_command_exit_codes(session)
+    _settle_tool_results(session)
     if session.repo is None or session.branch is None:
         repo, branch = checkout_identity(session.cwd)
         session.repo = session.repo or repo
