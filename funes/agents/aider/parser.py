@@ -39,7 +39,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -201,54 +201,50 @@ def _input_times(log: Path) -> tuple[tuple[str, str], ...]:
 
 # --- One launch ---------------------------------------------------------------------------------
 
-@dataclass
-class _Segment:
-    kind: str  # user | notice | reply
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines).strip()
+# Aider's own lines: the user's (``#### …``, group 1 its text) and its reports (``> …``,
+# group 2 its text), both ending in the two spaces of a markdown line break; the model's
+# replies are stripped and have none.  Anchored on the newline before the line rather
+# than ``^``.
+_OWN_LINE = re.compile(r"\n(?:####(?: ([^\n]*))?|> ?([^\n]*))  \r?(?=\n|\Z)")
 
 
-# Aider's own lines: the user's (``#### …``) and its reports (``> …``), both ending in the
-# two spaces of a markdown line break; the model's replies are stripped and have none.
-# Anchored on the newline before the line rather than ``^``.
-_OWN_LINE = re.compile(r"\n(####(?: [^\n]*)?|>[^\n]*)  \r?(?=\n|\Z)")
-
-
-def segments(text: str) -> list[_Segment]:
-    """The launch's runs of user, notice and reply lines; blank lines end no run
-    (they belong to the reply around them).  One pass over the matches, no call per
-    line: a pasted input can be thousands of lines."""
-    found: list[_Segment] = []
+def segments(text: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` of the launch's runs of user, notice and reply lines (kind
+    ``user``, ``notice`` or ``reply``; text stripped); blank lines end no run (they
+    belong to the reply around them).  One pass over the matches, no call per line:
+    a pasted input can be thousands of lines."""
+    found: list[tuple[str, str]] = []
     text = "\n" + text
     at = 0
+    kind = ""  # of the run of own lines being gathered
+    lines: list[str] = []
     for match in _OWN_LINE.finditer(text):
         start = match.start()
         if start > at:
             reply = text[at:start].strip("\n")
-            if reply.strip():
-                reply = reply.replace("\r\n", "\n")
-                if found and found[-1].kind == "reply":
-                    found[-1].lines.append(reply)
-                else:
-                    found.append(_Segment("reply", [reply]))
-        line = match.group(1)
-        if line[0] == "#":
-            kind, content = "user", line[5:] if line.startswith("#### ") else ""
+            if reply.strip():  # a reply ends the run of own lines before it
+                if lines:
+                    found.append((kind, "\n".join(lines).strip()))
+                    lines = []
+                found.append(("reply", reply.replace("\r\n", "\n").strip()))
+        notice = match.group(2)
+        if notice is None:
+            line_kind, content = "user", match.group(1) or ""
             if content == "<blank>":
                 content = ""
         else:
-            kind, content = "notice", line[2:] if line.startswith("> ") else line[1:]
-        if found and found[-1].kind == kind:
-            found[-1].lines.append(content)
-        else:
-            found.append(_Segment(kind, [content]))
+            line_kind, content = "notice", notice
+        if line_kind != kind and lines:
+            found.append((kind, "\n".join(lines).strip()))
+            lines = []
+        kind = line_kind
+        lines.append(content)
         at = match.end()
+    if lines:
+        found.append((kind, "\n".join(lines).strip()))
     tail = text[at:].strip("\n")
     if tail.strip():
-        found.append(_Segment("reply", [tail.replace("\r\n", "\n")]))  # after an own line: a new run
+        found.append(("reply", tail.replace("\r\n", "\n").strip()))
     return found
 
 
@@ -272,6 +268,8 @@ def _command_words(rest: str) -> list[str]:
 
 def _command_blocks(text: str, turn_uuid: str) -> tuple[list[Block], str | None]:
     """A typed command as a tool_use (and the id its report answers to), else text."""
+    if not text.startswith(("!", "/")):  # most of what people type: words, not a command
+        return [Block("text", text)], None
     first = text.split("\n", 1)[0]
     name = argument = None
     if first.startswith("!") and first[1:].strip():
@@ -291,7 +289,10 @@ def _command_blocks(text: str, turn_uuid: str) -> tuple[list[Block], str | None]
 
 
 def _report(text: str) -> str:
-    return "\n".join(line for line in text.split("\n") if not line.startswith(_NOISE_PREFIXES)).strip()
+    """A notice without its token counts and start-up banner lines."""
+    if "\n" not in text:  # one line, the common case
+        return "" if text.startswith(_NOISE_PREFIXES) else text.strip()
+    return "\n".join([line for line in text.split("\n") if not line.startswith(_NOISE_PREFIXES)]).strip()
 
 
 @paused_gc()
@@ -320,23 +321,24 @@ def parse(unit: SourceUnit) -> Session:
     ts = started
     waiting: str | None = None  # the tool_use id the next report answers (a command, an edit)
     reply = None
-    for number, segment in enumerate(segments(body)):
-        turn_uuid = f"{unit.session_id}:{number}"
-        text = segment.text
-        if segment.kind == "user":
-            match = next((i for i in range(pointer, min(pointer + INPUT_WINDOW, len(inputs)))
-                          if inputs[i][1].strip() == text), None)
-            if match is not None:
-                ts, pointer = inputs[match][0], match + 1
+    prefix = f"{unit.session_id}:"
+    for number, (kind, text) in enumerate(segments(body)):
+        turn_uuid = f"{prefix}{number}"
+        if kind == "user":
+            if inputs:
+                match = next((i for i in range(pointer, min(pointer + INPUT_WINDOW, len(inputs)))
+                              if inputs[i][1].strip() == text), None)
+                if match is not None:
+                    ts, pointer = inputs[match][0], match + 1
             blocks, waiting = _command_blocks(text, turn_uuid)
             turns.add(turn_uuid, turns.last_uuid, "user", ts, blocks)
             reply = None
-        elif segment.kind == "reply":
+        elif kind == "reply":
             reply = turns.add(turn_uuid, turns.last_uuid, "assistant", ts, [Block("text", text)])
             waiting = None
         else:
             report = _report(text)
-            edited = _APPLIED.findall(report)
+            edited = _APPLIED.findall(report) if "Applied edit to " in report else None
             if edited and reply is not None:
                 waiting = f"{reply.turn_uuid}:edit"
                 reply.blocks.append(Block("tool_use", "\n".join(edited), "edit", waiting,
