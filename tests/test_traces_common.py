@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from funes.traces.common import joined_text, normalize_ts, tagged_spans, trailing_uuid, workdir_facet
+from funes.traces.common import compact_json, joined_text, normalize_ts, tagged_spans, trailing_uuid, workdir_facet
 from funes.traces.jsonl import decode_json
 
 
@@ -58,6 +59,34 @@ def test_decode_json_raises_only_value_error():
         decode_json("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError):
         decode_json("1" * 5000)  # longer than Python's int-string limit
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2.5, -0, 1e400, null, true]}', ' \n{"a": "\u00e9"}\t ', "[]", '"s"', "7",
+                                  "NaN", "-Infinity", "\ufeff{}", "{} {}", '{"a": 1', "", "   ", "[1,]", "{'a': 1}"])
+def test_decode_json_reads_what_json_loads_reads(text):
+    """Values with or without surrounding whitespace decode as json.loads decodes
+    them; what json.loads rejects raises its ValueError, message and position
+    included (load_json_file's warnings quote them)."""
+    try:
+        expected = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as raised:
+            decode_json(text)
+        assert str(raised.value) == str(exc)
+    else:
+        assert repr(decode_json(text)) == repr(expected)
+
+
+def test_compact_json_is_json_dumps_compact_and_unescaped():
+    """The stored tool_use text: json.dumps with compact separators, non-ASCII kept,
+    source key order, NaN and infinities as JavaScript writes them."""
+    values = [{"b": 1, "a": [1.5, float("nan"), float("-inf"), -0.0, 10**30, None, True]},
+              {"cmd": "é \u2028 \x00 \" \\ / \n\t", 1: 2, None: 3, 2.5: 4, False: 5},
+              "top", 3, None, [], {}, [[{"x": {"y": []}}]]]
+    for value in values:
+        assert compact_json(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    with pytest.raises(TypeError):
+        compact_json({"a": object()})
 
 
 @pytest.mark.parametrize("text", [

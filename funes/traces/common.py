@@ -36,13 +36,19 @@ def workdir_facet(cwd: str | None, fallback: str = "") -> str:
     return fallback
 
 
-# One encoder for every call: json.dumps with options builds a new JSONEncoder each time.
+# One encoder for every call: json.dumps with options builds a new JSONEncoder each time,
+# and JSONEncoder.encode builds a new C encoder each time; this is the C encoder it builds
+# (without the circular-reference check: decoded JSON holds no cycles), made once.
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_COMPACT_C = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _COMPACT_JSON.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
 
 
 def compact_json(value: Any) -> str:
     """Tool input as compact JSON in source key order (the stored tool_use text)."""
-    return _COMPACT_JSON.encode(value)
+    if _COMPACT_C is None:
+        return _COMPACT_JSON.encode(value)
+    return "".join(_COMPACT_C(value, 0))
 
 
 def tagged_spans(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
@@ -271,7 +277,7 @@ def _argument_paths(node: Any, keys: Collection[str], named: bool, found: list[s
 
 def file_touches(paths: Iterable[str], action: str) -> tuple[FileTouch, ...]:
     """One FileTouch per distinct path, in first-seen order."""
-    return tuple(FileTouch(path, action) for path in dict.fromkeys(paths))
+    return tuple([FileTouch(path, action) for path in dict.fromkeys(paths)])
 
 
 def path_touches(arguments: Any, keys: Collection[str], action: str) -> tuple[FileTouch, ...]:
@@ -436,11 +442,18 @@ class TurnCollector:
         return turn_uuid
 
     def add(self, turn_uuid: str, parent_uuid: str | None, role: str, ts: str, blocks: list[Block]) -> Turn | None:
-        kept = [block for block in blocks if isinstance(block.text, str) and block.text and not block.text.isspace()]
-        if not kept:
-            return None
-        turn = Turn(turn_uuid, parent_uuid, len(self.session.turns), role, ts, kept)
-        self.session.turns.append(turn)
+        if type(blocks) is list and len(blocks) == 1:  # most turns: no comprehension to run
+            text = blocks[0].text
+            if not (isinstance(text, str) and text and not text.isspace()):
+                return None
+            kept = blocks[:]
+        else:
+            kept = [block for block in blocks if isinstance(text := block.text, str) and text and not text.isspace()]
+            if not kept:
+                return None
+        turns = self.session.turns
+        turn = Turn(turn_uuid, parent_uuid, len(turns), role, ts, kept)
+        turns.append(turn)
         self.last_uuid = turn_uuid
         return turn
 

@@ -64,13 +64,13 @@ def decode_json(text: str) -> Any:
             value, end = _SCAN_VALUE(text, 0)
             if end != len(text):
                 raise ValueError("trailing text")
-        except (StopIteration, ValueError, TypeError):
-            # Whitespace around the value, bytes, or not JSON: json.loads decides,
-            # and raises its own error (with position) for what it rejects.
+        except (StopIteration, ValueError):
+            # Whitespace around the value, or not JSON: json.loads decides, and
+            # raises its own error (with position) for what it rejects.
             value = json.loads(text)
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
-    if "\\ud" in text or "\\uD" in text:  # only escaped surrogates can decode to lone ones
+    if "\\u" in text and ("\\ud" in text or "\\uD" in text):  # only escaped surrogates decode to lone ones
         try:
             value = _replace_lone_surrogates(value)
         except RecursionError as exc:
@@ -102,14 +102,13 @@ def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int
             if not line:
                 return
             index += 1
-            complete = line.endswith(b"\n")
             text = line.decode("utf-8", errors="replace").strip()
             if not text:
                 continue
             try:
                 record = decode_json(text)
             except ValueError:
-                message = "partial last line (still being written?)" if not complete else "not JSON"
+                message = "partial last line (still being written?)" if not line.endswith(b"\n") else "not JSON"
                 warnings.append(ParseWarning(source, index + 1, message))
                 continue
             if not isinstance(record, dict):
