@@ -221,12 +221,12 @@ def segments(text: str) -> list[tuple[str, str]]:
     for match in _OWN_LINE.finditer(text):
         start = match.start()
         if start > at:
-            reply = text[at:start].strip("\n")
-            if reply.strip():  # a reply ends the run of own lines before it
+            reply = text[at:start].strip()
+            if reply:  # a reply ends the run of own lines before it
                 if lines:
                     found.append((kind, "\n".join(lines).strip()))
                     lines = []
-                found.append(("reply", reply.replace("\r\n", "\n").strip()))
+                found.append(("reply", reply.replace("\r\n", "\n")))
         notice = match.group(2)
         if notice is None:
             line_kind, content = "user", match.group(1) or ""
@@ -242,9 +242,9 @@ def segments(text: str) -> list[tuple[str, str]]:
         at = match.end()
     if lines:
         found.append((kind, "\n".join(lines).strip()))
-    tail = text[at:].strip("\n")
-    if tail.strip():
-        found.append(("reply", tail.replace("\r\n", "\n").strip()))
+    tail = text[at:].strip()
+    if tail:
+        found.append(("reply", tail.replace("\r\n", "\n")))
     return found
 
 
@@ -252,14 +252,14 @@ def segments(text: str) -> list[tuple[str, str]]:
 # whitespace: without these, its split is a plain split on that whitespace, and shlex's
 # pure-Python tokenizer costs more than the rest of a command's turn.
 _SHLEX_SPECIAL = re.compile(r"[\"'\\]")
-_SHLEX_SPACE = re.compile(r"[ \t\r\n]+")
+_SHLEX_WORD = re.compile(r"[^ \t\r\n]+")
 
 
 def _command_words(rest: str) -> list[str]:
     """The words of ``/add``'s arguments, as shlex.split gives them (a bare split when
     the quoting is unbalanced)."""
     if not _SHLEX_SPECIAL.search(rest):
-        return [word for word in _SHLEX_SPACE.split(rest) if word]
+        return _SHLEX_WORD.findall(rest)
     try:
         return shlex.split(rest)
     except ValueError:
@@ -281,11 +281,11 @@ def _command_blocks(text: str, turn_uuid: str) -> tuple[list[Block], str | None]
         elif word in ("/add", "/read-only") and rest.strip():
             paths = _command_words(rest)
             tool_id = f"{turn_uuid}:{word[1:]}"
-            return [Block("tool_use", text, word[1:], tool_id, files=file_touches(paths, "read"))], tool_id
+            return [Block("tool_use", text, word[1:], tool_id, file_touches(paths, "read"))], tool_id
     if name is None:
         return [Block("text", text)], None
     tool_id = f"{turn_uuid}:{name}"
-    return [Block("tool_use", argument or text, name, tool_id, command=argument)], tool_id
+    return [Block("tool_use", argument or text, name, tool_id, (), argument)], tool_id
 
 
 def _report(text: str) -> str:
@@ -341,8 +341,7 @@ def parse(unit: SourceUnit) -> Session:
             edited = _APPLIED.findall(report) if "Applied edit to " in report else None
             if edited and reply is not None:
                 waiting = f"{reply.turn_uuid}:edit"
-                reply.blocks.append(Block("tool_use", "\n".join(edited), "edit", waiting,
-                                          files=file_touches(edited, "edit")))
+                reply.blocks.append(Block("tool_use", "\n".join(edited), "edit", waiting, file_touches(edited, "edit")))
             name = "edit" if edited and reply is not None else None if waiting else "aider"
             turns.add(turn_uuid, turns.last_uuid, "tool", ts, [Block("tool_result", report, name, waiting)])
             reply = waiting = None
