@@ -121,21 +121,21 @@ _READ_TOOLS = {"read", "read_file"}
 _WRITE_TOOLS = {"write", "create_file"}
 _EDIT_TOOLS = {"edit", "edit_file", "edit_file_v2", "strreplace", "str_replace", "multiedit", "search_replace"}
 _DELETE_TOOLS = {"delete", "delete_file"}
+_FILE_ACTION_OF_TOOL = {**dict.fromkeys(_READ_TOOLS, "read"), **dict.fromkeys(_WRITE_TOOLS, "write"),
+                        **dict.fromkeys(_EDIT_TOOLS, "edit"), **dict.fromkeys(_DELETE_TOOLS, "delete")}
 _SHELL_TOOLS = {"shell", "run_terminal_cmd", "run_terminal_command", "bash"}
 _PATH_KEYS = ("path", "file_path", "target_file", "filePath", "relativeWorkspacePath")
 
 
 def _provenance(tool: str | None, args: dict[str, Any]) -> tuple[tuple[FileTouch, ...], str | None]:
-    name = (tool or "").lower()
-    path = next((args[key] for key in _PATH_KEYS if isinstance(args.get(key), str)), None)
-    if name in _READ_TOOLS:
-        return file_touch(path, "read"), None
-    if name in _WRITE_TOOLS:
-        return file_touch(path, "write"), None
-    if name in _EDIT_TOOLS:
-        return file_touch(path, "edit"), None
-    if name in _DELETE_TOOLS:
-        return file_touch(path, "delete"), None
+    name = tool.lower() if tool else ""
+    action = _FILE_ACTION_OF_TOOL.get(name)
+    if action is not None:
+        for key in _PATH_KEYS:
+            path = args.get(key)
+            if isinstance(path, str):
+                return file_touch(path, action), None
+        return (), None
     if name in _SHELL_TOOLS:
         return (), command_text(args.get("command"))
     return (), None
@@ -178,22 +178,23 @@ def _transcript_blocks(role: str, content: Any) -> tuple[list[Block], str, str]:
     blocks = []
     folder = ""
     for part in content if isinstance(content, list) else [content]:
-        if isinstance(part, str):
-            blocks.append(Block("text", part))
-        elif isinstance(part, dict):
+        if isinstance(part, dict):
             kind = part.get("type")
             if kind == "text":
-                blocks.append(Block("text", as_str(part.get("text"))))
-            elif kind == "thinking":
-                blocks.append(Block("thinking", as_str(part.get("thinking")) or as_str(part.get("text"))))
+                text = part.get("text")
+                blocks.append(Block("text", text if isinstance(text, str) else ""))
             elif kind == "tool_use":
-                name, args = opt_str(part.get("name")), _arguments(part.get("input"))
+                raw, name = part.get("input"), opt_str(part.get("name"))
+                args = _arguments(raw)
                 files, command = _provenance(name, args)
-                blocks.append(Block("tool_use", tool_input_text(part.get("input")), name, opt_str(part.get("id")),
-                                    files=files, command=command))
+                blocks.append(Block("tool_use", tool_input_text(raw), name, opt_str(part.get("id")), files, command))
                 if command is not None and not folder:
                     working = args.get("working_directory")
                     folder = working if isinstance(working, str) else ""
+            elif kind == "thinking":
+                blocks.append(Block("thinking", as_str(part.get("thinking")) or as_str(part.get("text"))))
+        elif isinstance(part, str):
+            blocks.append(Block("text", part))
     return blocks, "", folder
 
 
@@ -203,9 +204,11 @@ def _parse_transcript(unit: SourceUnit, session: Session, turns: TurnCollector) 
         session.is_subagent = True
         session.parent_session_id = path.parent.parent.name
 
+    prefix = f"{unit.session_id}:"
+
     def handle(index: int, record: dict[str, Any]) -> None:
         role = record.get("role")
-        turn_uuid = turns.claim(None, f"{unit.session_id}:{index}")
+        turn_uuid = f"{prefix}{index}"  # positional: a transcript names no turn ids
         message = record.get("message")
         if role not in ("user", "assistant") or not isinstance(message, dict):
             return  # turn_ended markers and anything newer
