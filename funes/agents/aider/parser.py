@@ -219,7 +219,7 @@ def segments(text: str) -> list[tuple[str, str]]:
     kind = ""  # of the run of own lines being gathered
     lines: list[str] = []
     for match in _OWN_LINE.finditer(text):
-        start = match.start()
+        start, end = match.span()
         if start > at:
             reply = text[at:start].strip()
             if reply:  # a reply ends the run of own lines before it
@@ -227,9 +227,9 @@ def segments(text: str) -> list[tuple[str, str]]:
                     found.append((kind, "\n".join(lines).strip()))
                     lines = []
                 found.append(("reply", reply.replace("\r\n", "\n")))
-        notice = match.group(2)
+        typed, notice = match.groups()
         if notice is None:
-            line_kind, content = "user", match.group(1) or ""
+            line_kind, content = "user", typed or ""
             if content == "<blank>":
                 content = ""
         else:
@@ -239,7 +239,7 @@ def segments(text: str) -> list[tuple[str, str]]:
             lines = []
         kind = line_kind
         lines.append(content)
-        at = match.end()
+        at = end
     if lines:
         found.append((kind, "\n".join(lines).strip()))
     tail = text[at:].strip()
