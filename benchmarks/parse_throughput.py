@@ -76,7 +76,10 @@ def run_isolated(home: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--synthetic-mb", type=float, default=100.0)
-    ap.add_argument("--eval-dir", default=os.environ.get("FUNES_EVAL_DIR", str(REPO.parent / "shared" / "eval")))
+    # shared/eval sits beside the main checkout (/work/main) and two levels above a worktree (/work/wt/<name>).
+    found = next((root / "shared" / "eval" for root in (REPO, REPO.parent, REPO.parent.parent)
+                  if (root / "shared" / "eval").is_dir()), REPO.parent / "shared" / "eval")
+    ap.add_argument("--eval-dir", default=os.environ.get("FUNES_EVAL_DIR", str(found)))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -84,6 +87,8 @@ def main() -> int:
     dev = dev_corpus(Path(args.eval_dir))
     if dev is not None:
         rows.append(("LoCoMo dev corpus", run_isolated(dev)))
+    else:
+        print(f"no LoCoMo dev corpus: {args.eval_dir}/build_corpus.py not found (--eval-dir)", file=sys.stderr)
     synthetic = WORK / f"synthetic-{int(args.synthetic_mb)}mb"
     if not synthetic.exists():
         make_history(synthetic, int(args.synthetic_mb * 1e6))
