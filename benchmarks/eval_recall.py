@@ -28,7 +28,12 @@ For each, this
 6. prints the tables and, with ``--write``, replaces the section
    ``## Recall quality (dev sets)`` of BENCHMARKS.md and records the settings
    measured as the default in ``benchmarks/recall_choice.json``, which
-   ``tests/test_recall_choice.py`` holds the code to.
+   ``tests/test_recall_choice.py`` holds the code to;
+7. with ``--tiers``, reruns every question in process with the shipped ranking
+   as if the memory held vectors only for some tiers (the rest found by BM25
+   only), and with ``--precisions int8`` with documents (and queries) embedded
+   at another precision, each with its per-fold figures and leave-one-out
+   estimate, into the section ``## Recall by embedded tier and precision``.
 
 The CLI variants are real recall options: ``--fusion convex`` (the default),
 ``rrf`` (equal-weight reciprocal rank fusion), ``lexical`` (BM25 only) and
@@ -41,6 +46,7 @@ transcripts are others' data: corpora and results stay in the work folder
 
     .venv/bin/python benchmarks/eval_recall.py                       # both sets, CLI variants
     .venv/bin/python benchmarks/eval_recall.py --baselines --ablation --scale 100000 --write
+    .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --tiers --precisions int8 --write
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -419,6 +426,160 @@ def ablation(kit: Path, corpora: dict[str, Path]) -> dict:
     return out
 
 
+# Which tiers' vectors a memory holds (None: all; funes.traces.model.TIER_OF_BLOCK:
+# 1 text and thinking, 2 tool calls, 3 tool results), for --tiers.
+TIER_SETTINGS = (
+    ("every tier (all rows have vectors)", None),
+    ("none (BM25 only)", frozenset()),
+    ("tier 1 only (text, thinking)", frozenset({1})),
+    ("tiers 1 + 2 (tool results left out)", frozenset({1, 2})),
+    ("tiers 1 + 3 (tool calls left out)", frozenset({1, 3})),
+    ("tiers 2 + 3 (text and thinking left out)", frozenset({2, 3})),
+)
+TIERS_SECTION = "Recall by embedded tier and precision (dev sets)"
+TIERS_NOTES = """\
+Which tiers' vectors pay (issue 14).  Every question of both sets is asked again
+in process with the shipped fusion and ranking (`recall_ablation.py`), as if the
+memory held vectors only for the tiers named: the other rows are left out of the
+vector search and found by BM25 alone, as in a memory whose backlog stopped there
+(the vectors that exist are the stored fp32 ones).  LoCoMo has text only, so
+every setting that keeps tier 1 is one run there.  Coding chunks: tier 1 (text,
+thinking) 12 %, tier 2 (tool calls) 26 %, tier 3 (tool results) 61 %.
+
+*Tool calls' vectors* change coding R@10 on no session and MRR@10 by −0.02 to
++0.125 a session (+0.005 overall): noise, and LoCoMo has none, so they are no
+longer embedded by default (`funes index --embed-all` embeds them).  *Tool
+results' vectors* are worth R@10 0.035 and MRR@10 0.02 overall, tool-output
+questions 0.688 → 0.562 and tool-result gold 0.656 → 0.375 without them: with
+vectors for text and none for tool output, the fusion's dense share lifts text
+over the tool results (BM25 alone scores them 0.688); leaving them out costs three
+sessions (019a93b9 0.833 → 0.667, 8463c716 0.820 → 0.800, d6e0bada 0.75 → 0.50)
+and raises none, so they stay.  *Text and thinking vectors* are worth R@10 0.035
+on coding (no session loses) and 0.019 on LoCoMo (every conversation gains): they
+stay, first in the backlog (then tool results, newest first within a tier).  The
+default, tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
+`benchmarks/recall_choice.json`), scores 0.797 / 0.443 on coding and 0.782 /
+0.561 on LoCoMo in process, against 0.797 / 0.438 and 0.782 / 0.561 with every
+tier.  The leave-one-out estimates (`--tiers-cv`: the ranking grid chosen again
+without each fold, 243 settings a row on coding) did not finish in 10 minutes at
+load 9–17 and were not run; the per-fold rows are at the shipped weights.  int8
+documents (`--precisions int8`) were not measured on recall in this round.
+"""
+
+
+def _group_of(name: str):
+    return (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
+
+
+def tier_ablation(kit: Path, corpora: dict[str, Path], work: Path, precisions: Sequence[str] = (),
+                  cross_validate: bool = False) -> dict:
+    """The shipped ranking with vectors only for some tiers (rows without one found by
+    BM25 only, as in a memory whose backlog stopped there), and with documents and
+    queries embedded at other precisions: in process, per set, with the per-fold
+    figures (and with ``cross_validate`` the leave-one-out estimate: the ranking
+    grid chosen again without each fold, 243 settings a tier setting on coding)."""
+    import recall_ablation as ra
+
+    sys.path.insert(0, str(kit))
+    import score as sc
+
+    from funes.retrieval.fusion import DEFAULT as FUSION
+    from funes.retrieval.ranking import DEFAULT as RANKING
+
+    out: dict = {}
+    for name, corpus in corpora.items():
+        print(f"[{name}] tier ablation …", file=sys.stderr, flush=True)
+        dev = ra.DevSet.load(name, corpus, kit)
+        group_of = _group_of(name)
+        groups = sorted({group_of(q) for q in dev.qrels})
+        settings: list[tuple[str, frozenset[int] | None, str | None, str | None]] = [
+            (label, tiers, None, None) for label, tiers in TIER_SETTINGS]
+        for precision in precisions:
+            dev.reembedded(precision, embedder_at(precision, work))
+            settings += [(f"{precision} documents, fp32 queries", None, precision, None),
+                         (f"{precision} documents, {precision} queries", None, precision, precision)]
+        present = frozenset(row["tier"] for row in dev.rows.values())
+        runs, measured = {}, {}
+        for label, tiers, vectors, queries in settings:
+            # A set without some tier (LoCoMo has text only) scores a setting that
+            # differs only in that tier the same: measured once.
+            searched = present if tiers is None else tiers & present
+            if (searched, vectors, queries) in measured:
+                runs[label] = measured[searched, vectors, queries]
+                continue
+            dev.dense_tiers, dev.vector_set, dev.query_set = tiers, vectors, queries
+            per_q = ra.per_question(sc, dev, dev.hits("product", FUSION, RANKING))
+            folds = {g: ra.summary(dev, per_q, {q["qid"] for q in dev.qrels if group_of(q) == g})["overall"]
+                     for g in groups}
+            runs[label] = measured[searched, vectors, queries] = {
+                "summary": ra.summary(dev, per_q), "folds": folds,
+                "cv": ra.cross_validate(sc, dev, group_of)["summary"] if cross_validate else None}
+        chunks = {}
+        for row in dev.rows.values():
+            chunks[row["tier"]] = chunks.get(row["tier"], 0) + 1
+        out[name] = {"runs": runs, "chunks_by_tier": dict(sorted(chunks.items()))}
+    return out
+
+
+def embedder_at(precision: str, work: Path):
+    """The CPU embedder at ``precision``: ``int8`` is embed_cpu.py's dynamic
+    quantisation of the cached fp32 export, made once under ``work``."""
+    from embed_cpu import quantised_copy
+
+    from funes.embedding import OnnxEmbedder, onnx_path
+
+    if precision != "int8":
+        raise SystemExit(f"unknown precision {precision!r}: int8")
+    OnnxEmbedder()  # exports the fp32 model when the cache lacks it
+    target = work / "model.int8.onnx"
+    if not target.is_file():
+        quantised_copy(onnx_path(), work)
+    return OnnxEmbedder(model_file=target)
+
+
+def tier_choice(result: dict) -> dict:
+    """The tiers embedded by default, with what every setting scored (for recall_choice.json)."""
+    from funes.embedding import DENSE_TIERS
+
+    return {"tiers": list(DENSE_TIERS), "measured": {
+        name: {label: {"in_process": {m: round(run["summary"]["overall"][m], 4) for m in ("R@10", "MRR@10")},
+                       **({"leave_one_out": {m: round(run["cv"]["overall"][m], 4) for m in ("R@10", "MRR@10")}}
+                          if run["cv"] else {})}
+               for label, run in found["runs"].items()} for name, found in result.items()}}
+
+
+def tier_tables(result: dict) -> list[str]:
+    lines = []
+    for name, found in result.items():
+        runs = found["runs"]
+        tiers = ", ".join(f"tier {t}: {n:,}" for t, n in found["chunks_by_tier"].items())
+        first = next(iter(runs.values()))
+        groups = list(first["folds"])
+        categories = sorted(first["summary"]["by_category"])
+        blocks = list(first["summary"]["by_block"])
+        lines += [f"**{DEV_SETS[name]}** ({tiers} chunks), shipped ranking, in process, R@10 / MRR@10:", "",
+                  "| vectors for | in sample | leave-one-out | " + " | ".join(
+                      f"{c} ({first['summary']['by_category'][c]['n']})" for c in categories)
+                  + (" | " + " | ".join(f"gold {b} R@10 ({first['summary']['by_block'][b]['n']})" for b in blocks)
+                     if len(blocks) > 1 else "") + " |",
+                  "|" + " --- |" * (3 + len(categories) + (len(blocks) if len(blocks) > 1 else 0))]
+        for label, run in runs.items():
+            by = run["summary"]["by_category"]
+            row = (f"| {label} | {_cell(run['summary'])} | {_cell(run['cv'])} | "
+                   + " | ".join(_cell(by.get(c), "c") for c in categories))
+            if len(blocks) > 1:
+                row += " | " + " | ".join(f"{run['summary']['by_block'][b]['R@10']:.3f}" for b in blocks)
+            lines.append(row + " |")
+        lines += ["", f"Per {'session' if name == 'coding' else 'conversation'} (fold), R@10 / MRR@10:", "",
+                  "| vectors for | " + " | ".join(f"{g[:8]} ({first['folds'][g]['n']})" for g in groups) + " |",
+                  "|" + " --- |" * (len(groups) + 1)]
+        for label, run in runs.items():
+            lines.append(f"| {label} | " + " | ".join(
+                f"{run['folds'][g]['R@10']:.3f} / {run['folds'][g]['MRR@10']:.3f}" for g in groups) + " |")
+        lines += [""]
+    return lines
+
+
 def _cell(summary: dict | None, key: str = "overall") -> str:
     if not summary:
         return "—"
@@ -513,9 +674,12 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
                                            for m in ("R@10", "MRR@10")}}
         if name in cli and "convex" in cli[name]:
             figures[name]["cli"] = {m: round(cli[name]["convex"]["all"]["overall"][m], 4) for m in ("R@10", "MRR@10")}
+    kept = json.loads(CHOICE.read_text(encoding="utf-8")) if CHOICE.is_file() else {}
     return {"fusion": dataclasses.asdict(FUSION), "ranking": dataclasses.asdict(RANKING),
             "tokenizer": lexical.TOKENIZER, "bm25": lexical.BM25_PARAMS, "document": lexical.DOCUMENT,
-            "passage": {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}, "measured": figures}
+            "passage": {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}, "measured": figures,
+            # measured by --tiers, kept as it was
+            **({"dense_tiers": kept["dense_tiers"]} if "dense_tiers" in kept else {})}
 
 
 def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None) -> str:
@@ -544,6 +708,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the kit's baselines for these sets (default both; LoCoMo's take about 3 min)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the corpora and memories from scratch")
     ap.add_argument("--ablation", action="store_true", help="also the in-process ablation and cross-validation")
+    ap.add_argument("--tiers", action="store_true",
+                    help=f"only the tier and precision ablation, written (--write) to '{TIERS_SECTION}'")
+    ap.add_argument("--tiers-cv", action="store_true", help="with --tiers, also the leave-one-out estimates (slow)")
+    ap.add_argument("--precisions", default="",
+                    help="with --tiers, also documents and queries embedded at these precisions (e.g. int8)")
     ap.add_argument("--no-latency", action="store_true", help="skip the in-process latency measurement")
     ap.add_argument("--scale", type=int, default=0, help="also time recall on a memory of about N chunks")
     ap.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in BENCHMARKS.md, write {CHOICE.name}")
@@ -590,10 +759,22 @@ def main(argv: list[str] | None = None) -> int:
                 scaled = scaled_memory(corpus, args.work, args.scale)
                 latencies.append((f"LoCoMo dev memory copied to {args.scale:,}",
                                   latency(scaled / "memory", home / "cache", queries)))
+    if args.tiers:
+        precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+        tier_result = tier_ablation(kit, corpora, args.work, precisions, cross_validate=args.tiers_cv)
+        tiers = "\n".join(tier_tables(tier_result))
+        print(tiers)
+        if args.write:
+            recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
+            recorded["dense_tiers"] = tier_choice(tier_result)
+            CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
+            command = shlex.join(["benchmarks/eval_recall.py", *(argv if argv is not None else sys.argv[1:])])
+            write_section(TIERS_SECTION, f"Measured with `{command}` on {machine()}; 1-minute load average at the"
+                          f" end {os.getloadavg()[0]:.1f}.\n\n{TIERS_NOTES}\n{tiers}")
     result = ablation(kit, corpora) if args.ablation else None
     body = report(cli, latencies, result)
     print(body)
-    if args.write:
+    if args.write and (cli or latencies or result):
         command = " ".join(["benchmarks/eval_recall.py", *(argv if argv is not None else sys.argv[1:])])
         load = os.getloadavg()[0]
         write_section(SECTION, f"Measured with `{command}` on {machine()}; 1-minute load average at the end"

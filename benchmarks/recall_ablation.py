@@ -79,7 +79,14 @@ class DevSet:
     query_vectors: np.ndarray
     splits: dict[tuple[str, str, int], int]
     _lexical: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
-    _dense: list[list[tuple[str, float]]] | None = None
+    _dense: dict[tuple, list[list[tuple[str, float]]]] = field(default_factory=dict)
+    # What :meth:`dense` searches: rows with a vector of these tiers (None: every row),
+    # over document vectors ``vector_set`` (a key of :attr:`alternative_vectors`; None:
+    # the stored ones) against queries embedded by ``query_set`` (likewise).
+    dense_tiers: frozenset[int] | None = None
+    vector_set: str | None = None
+    query_set: str | None = None
+    alternative_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _pieces: dict[tuple[str, str, int], list[tuple[int, str]]] | None = None
 
     @classmethod
@@ -126,15 +133,35 @@ class DevSet:
         return self._lexical[representation]
 
     def dense(self) -> list[list[tuple[str, float]]]:
-        if self._dense is None:
-            similarity = self.query_vectors @ self.vectors.T
+        """Vector candidates per question, as a memory holding vectors only for the
+        rows of :attr:`dense_tiers` would return them (rows without one are left to
+        BM25, as in the product)."""
+        key = (self.dense_tiers, self.vector_set, self.query_set)
+        if key not in self._dense:
+            vectors = self.alternative_vectors[self.vector_set][0] if self.vector_set else self.vectors
+            queries = self.alternative_vectors[self.query_set][1] if self.query_set else self.query_vectors
+            similarity = queries @ vectors.T
+            if self.dense_tiers is not None:
+                searched = np.array([(self.rows[i]["tier"] or 0) in self.dense_tiers for i in self.ids])
+                similarity[:, ~searched] = -np.inf
+            pool = min(POOL, int(np.isfinite(similarity[0]).sum()))
             out = []
             for row in similarity:
-                top = np.argpartition(-row, POOL)[:POOL]
+                top = np.argpartition(-row, pool - 1)[:pool] if pool else np.array([], dtype=int)
                 top = top[np.argsort(-row[top], kind="stable")]
                 out.append([(self.ids[i], float(row[i])) for i in top])
-            self._dense = out
-        return self._dense
+            self._dense[key] = out
+        return self._dense[key]
+
+    def reembedded(self, name: str, embedder) -> None:
+        """Every stored row and every question embedded again by ``embedder`` (what
+        the product would store and ask with), kept as :attr:`alternative_vectors`
+        ``name``."""
+        from funes.indexing import embedding_input
+
+        texts = [embedding_input(self.rows[i]["text"] or "", self.rows[i]["block_type"], self.rows[i]["tool_name"])
+                 for i in self.ids]
+        self.alternative_vectors[name] = (embedder.embed(texts), embedder.embed([q["question"] for q in self.qrels]))
 
     def hits(self, representation: str, fusion, ranking, shown: str = "passage") -> dict[str, list[dict]]:
         """Top-10 hits per question; ``ranking`` None: the fused order as it is

@@ -44,3 +44,25 @@ def test_the_record_says_what_the_default_scored_on_both_dev_sets():
     for figures in measured.values():
         for estimate in ("in_process", "leave_one_out"):
             assert 0.0 < figures[estimate]["R@10"] <= 1.0 and 0.0 < figures[estimate]["MRR@10"] <= 1.0
+
+
+def test_the_tiers_embedded_by_default_are_the_measured_ones():
+    """``eval_recall.py --tiers --write`` records what each tier's vectors scored; the
+    default leaves out only tiers whose vectors did not raise recall on either set."""
+    from funes.embedding import DENSE_TIERS, EVERY_TIER
+
+    recorded = _recorded()["dense_tiers"]
+    assert tuple(recorded["tiers"]) == DENSE_TIERS
+    assert set(recorded["measured"]) == {"coding", "locomo"}
+    for runs in recorded["measured"].values():
+        every, policy = runs["every tier (all rows have vectors)"], runs[POLICY_RUN[DENSE_TIERS]]
+        for estimate in set(policy) & {"in_process", "leave_one_out"}:
+            # one standard error of coding R@10 is about 0.045: within a third of one
+            assert policy[estimate]["R@10"] >= every[estimate]["R@10"] - 0.015
+            assert policy[estimate]["MRR@10"] >= every[estimate]["MRR@10"] - 0.015
+    assert set(DENSE_TIERS) <= set(EVERY_TIER)
+
+
+# The ablation row (benchmarks/eval_recall.py TIER_SETTINGS) of each policy.
+POLICY_RUN = {(1, 2, 3): "every tier (all rows have vectors)", (1,): "tier 1 only (text, thinking)",
+              (1, 2): "tiers 1 + 2 (tool results left out)", (1, 3): "tiers 1 + 3 (tool calls left out)"}
