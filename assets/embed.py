@@ -22,10 +22,10 @@ def chunk_embeddings(
     embedder: EmbedderResource,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Per session, vectors for the chunks the memory does not hold yet (chunk id → vector)."""
-    known = memory.stored_ids()
+    known, tiers = memory.stored_ids(), memory.dense_tiers()
     out: dict[str, dict[str, np.ndarray]] = {}
     for key, item in redacted_chunks.items():
-        out[key] = embed_stage([item], known, embedder.embedder()) if item is not None and item.chunks else {}
+        out[key] = embed_stage([item], known, embedder.embedder(), tiers) if item is not None and item.chunks else {}
         if item is not None:
             tiers = tiers_embedded(item.chunks, out[key].keys())
             context.add_asset_metadata({"embedded": sum(tiers.values()), "embedded_by_tier": by_tier(tiers)},
@@ -41,7 +41,8 @@ class DenseBackfillConfig(dg.Config):
 def dense_backfill(context: dg.AssetExecutionContext, config: DenseBackfillConfig, memory: MemoryResource,
                    embedder: EmbedderResource) -> dg.MaterializeResult:
     """Vectors for rows stored lexical-only (a bulk first index), text first, in
-    bounded, resumable steps: the backlog is the rows whose vector is still null."""
+    bounded, resumable steps: the backlog is the rows whose vector is still null,
+    of the tiers the memory embeds."""
     from funes.indexing import IndexReport
 
     report = IndexReport()

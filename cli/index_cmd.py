@@ -34,6 +34,7 @@ def index_command(
     no_thinking: bool = typer.Option(False, "--no-thinking", help="Leave thinking blocks out."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do everything without asking (scripts, hooks)."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed every stored chunk from its own text (after a model change)."),
+    embed_all: bool = typer.Option(False, "--embed-all", help="Give every chunk a vector, tool calls too, from now on (by default tool calls are found by keyword only)."),
     memory: str = typer.Option(None, "--memory", help="Memory to write: local (default), a folder, or s3://…"),
 ) -> None:
     """Index new and grown sessions; with no target on a terminal, sweep every agent home."""
@@ -46,17 +47,17 @@ def index_command(
     errors: list[str] = []
     skipped: list[ParseWarning] = []
     units = [] if rebuild else discover(path.expanduser() if path else None, harness, errors=errors, warnings=skipped)
-    explicit = yes or path is not None or harness is not None or rebuild
+    explicit = yes or path is not None or harness is not None or rebuild or embed_all
     ok = run_index(location_for(memory), units, limit=limit, include_thinking=not no_thinking,
                    budget_s=None if explicit else interactive_budget_s(), offer_rest=not explicit,
-                   rebuild=rebuild, discovery_errors=errors, discovery_warnings=skipped)
+                   rebuild=rebuild, embed_all=embed_all, discovery_errors=errors, discovery_warnings=skipped)
     if not ok:
         raise typer.Exit(1)
 
 
 def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int | None = None,
               include_thinking: bool = True, budget_s: float | None = None, offer_rest: bool = False,
-              rebuild: bool = False, discovery_errors: list[str] | None = None,
+              rebuild: bool = False, embed_all: bool = False, discovery_errors: list[str] | None = None,
               discovery_warnings: list[ParseWarning] | None = None) -> bool:
     """Index ``units`` into ``location``: every chunk lexically first, then vectors
     (for ``budget_s`` seconds when given, offering the rest on a terminal); print
@@ -86,7 +87,8 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
     with bars.shown():
         report = index_memory(location, units, embedder=load_embedder, include_thinking=include_thinking,
                               backlog_budget_s=budget_s, offer_rest=ask_for_the_rest if offer_rest else None,
-                              limit=limit, rebuild=rebuild, progress=bars, record=recorder("cli"))
+                              limit=limit, rebuild=rebuild, embed_all=embed_all, progress=bars,
+                              record=recorder("cli"))
     if rebuild:
         note(f"kept {report.kept} chunks; their vectors were recomputed with {IDENTITY.model_id}")
     report.errors[:0] = discovery_errors or []

@@ -110,6 +110,32 @@ class ModelIdentity:
 
 IDENTITY = ModelIdentity(MODEL_ID, WEIGHTS_SHA256, DIM, MAX_TOKENS, "mean", True)
 
+# Which rows get a vector, by tier (funes.traces.model.TIER_OF_BLOCK: 1 text and
+# thinking, 2 tool calls, 3 tool results).  By default only the tiers whose vectors
+# measurably raise recall on the dev sets (benchmarks/eval_recall.py --tiers,
+# BENCHMARKS.md "Recall by embedded tier and precision"): tool calls' vectors
+# changed coding R@10 on no fold, so BM25 alone finds them; tool results' vectors
+# are worth 0.035 R@10 (without them text's vectors outrank them).  A memory
+# stamped ``every`` (``funes index --embed-all``) embeds every tier, whatever
+# process writes to it.
+EVERY_TIER: tuple[int, ...] = (1, 2, 3)
+DENSE_TIERS: tuple[int, ...] = (1, 3)
+TIERS_KEY = f"{_META_PREFIX}tiers"
+EMBED_EVERY_TIER = "every"
+
+
+def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
+    """The tiers a memory with this (decoded) schema metadata embeds."""
+    return EVERY_TIER if metadata.get(TIERS_KEY) == EMBED_EVERY_TIER else DENSE_TIERS
+
+
+def awaiting_vector_sql(tiers: Sequence[int]) -> str:
+    """Lance filter for the rows a memory embedding ``tiers`` still owes a vector (a
+    row with no tier, written by an older funes, is embedded as before)."""
+    if set(tiers) >= set(EVERY_TIER):
+        return "vector IS NULL"
+    return f"vector IS NULL AND (tier IS NULL OR tier IN ({', '.join(str(int(t)) for t in tiers)}))"
+
 
 # --------------------------------------------------------------------------- files
 
@@ -234,11 +260,11 @@ def cpu_threads() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_session(path: Path) -> onnxruntime.InferenceSession:
+def cpu_session(path: Path, threads: int | None = None) -> onnxruntime.InferenceSession:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = cpu_threads()
+    options.intra_op_num_threads = threads or cpu_threads()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

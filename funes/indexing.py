@@ -12,8 +12,10 @@ Parsing, chunking, redaction and BM25 are fast; embedding is compute-bound
 (tens of chunks a second on a laptop CPU).  So a bulk index first makes every
 new chunk lexically searchable (rows are stored with no vector), then fills in
 vectors in bounded, resumable steps (:func:`embed_backlog`): the backlog is
-simply the rows whose vector is still null, so an interrupted run loses nothing
-and the next one resumes.  Small increments (a hook's turn) embed their chunks
+simply the rows whose vector is still null among the tiers the memory embeds
+(:func:`funes.embedding.dense_tiers`: by default not tool calls, which BM25
+alone finds as well), so an interrupted run loses nothing and the next one
+resumes.  Small increments (a hook's turn) embed their chunks
 in the same write.  :func:`index_memory` is the whole sequence a command runs:
 open the writer stamped with the pinned model, index, fill a bounded backlog,
 then hand the report to a recorder once the writer lock is released.
@@ -31,7 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from funes.chunking import Chunk, ChunkReport, chunk_session
-from funes.embedding import IDENTITY
+from funes.embedding import DENSE_TIERS, IDENTITY
 from funes.errors import TraceReadError
 from funes.memory.location import MemoryLocation
 from funes.memory.store import MemoryWriter
@@ -178,10 +180,12 @@ def chunk_stage(parsed: ParsedSession, *, include_thinking: bool = True) -> Sess
     return SessionChunks(parsed.unit, chunks, report)
 
 
-def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: TextEmbedder) -> dict[str, np.ndarray]:
-    """Vectors for the sessions' chunks not among ``known`` (stored ones keep theirs):
-    chunk id → vector."""
-    fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known}.values())
+def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: TextEmbedder,
+                tiers: Container[int] = DENSE_TIERS) -> dict[str, np.ndarray]:
+    """Vectors for the sessions' chunks of ``tiers`` (the memory's policy, see
+    :func:`funes.embedding.dense_tiers`) not among ``known`` (stored ones keep
+    theirs): chunk id → vector."""
+    fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known and c.tier in tiers}.values())
     if not fresh:
         return {}
     vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in fresh])
@@ -246,7 +250,8 @@ def index_units(
 
     def flush() -> None:
         nonlocal batch_chunks
-        vectors = embed_stage(batch, writer.known_ids(), embedder) if embedder is not None else None
+        vectors = (embed_stage(batch, writer.known_ids(), embedder, writer.dense_tiers)
+                   if embedder is not None else None)
         store_stage(writer, batch, vectors)
         report.embedded += len(vectors or {})
         batch.clear()
@@ -287,8 +292,9 @@ def embed_backlog(
     should_stop: Callable[[], bool] = lambda: False,
     report: IndexReport | None = None,
 ) -> int:
-    """Give vectors to rows lacking one, tier by tier (text first), newest first,
-    until done, ``budget_s`` seconds have passed or ``limit`` rows are embedded.
+    """Give vectors to rows owed one under the memory's tier policy, tier by tier
+    (text first), newest first, until done, ``budget_s`` seconds have passed or
+    ``limit`` rows are embedded.
     Returns how many were embedded; every batch is committed, so stopping (or
     being killed) loses at most the batch in flight.  With ``report``, what was
     embedded is added to it, by tier, and to the sessions it holds."""
@@ -350,6 +356,7 @@ def index_memory(
     offer_rest: Callable[[MemoryWriter, IndexReport], bool] | None = None,
     limit: int | None = None,
     rebuild: bool = False,
+    embed_all: bool = False,
     wait_s: float = 5.0,
     progress: Progress = _no_progress,
     on_indexed: Callable[[IndexReport], None] | None = None,
@@ -362,7 +369,8 @@ def index_memory(
     ``limit`` new or grown units (``embed_new``: their chunks embedded in the same
     write), call ``on_indexed``, then fill the backlog for ``backlog_budget_s``
     seconds (None: all of it; 0: none) unless ``should_stop``; with rows still
-    pending, ``offer_rest`` may ask for the rest to be embedded now.  ``embedder``
+    pending, ``offer_rest`` may ask for the rest to be embedded now.  ``embed_all``
+    stamps the memory to embed every tier from now on (tool calls too).  ``embedder``
     loads the model, only when there is something to embed.  Once the writer lock
     is released the report goes to ``record``."""
     loaded: list[TextEmbedder] = []
@@ -374,6 +382,8 @@ def index_memory(
 
     with open_writer(location, wait_s=wait_s, allow_other_model=rebuild) as writer:
         kept = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim) if rebuild else 0
+        if embed_all:
+            writer.embed_every_tier()
         if limit is not None:
             units = writer.coverage.changed(units)[:limit]
         inline = model() if embed_new and units else None

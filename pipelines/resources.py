@@ -16,7 +16,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from funes.embedding import IDENTITY, Embedder, load_embedder
+from funes.embedding import DENSE_TIERS, IDENTITY, Embedder, load_embedder
+from funes.errors import MemoryMissingError
 from funes.indexing import open_writer
 from funes.memory.coverage import Coverage
 from funes.memory.location import MemoryLocation, location_for
@@ -46,6 +47,13 @@ class MemoryResource(dg.ConfigurableResource):
 
     def stored_ids(self) -> set[str]:
         return stored_ids(self.location())
+
+    def dense_tiers(self) -> tuple[int, ...]:
+        """The tiers the memory embeds (the default policy for one not written yet)."""
+        try:
+            return self.reader().dense_tiers
+        except MemoryMissingError:
+            return DENSE_TIERS
 
 
 @functools.cache

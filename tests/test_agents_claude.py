@@ -181,5 +181,5 @@ def test_add_builds_the_first_index_text_first_when_there_is_none(claude_home):
     assert result.code == 0, result.err
     assert "nothing to change" in result.out and "First index: 1 Claude Code session(s)" in result.out
     status = json.loads(funes("status", "--json").out)
-    assert status["harnesses"]["claude_code"]["sessions"] == 1 and status["embedded"] == status["chunks"]
+    assert status["harnesses"]["claude_code"]["sessions"] == 1 and status["pending_by_tier"] == {}
     assert "First index" not in funes("add", "claude", "--yes").out  # there is one now

@@ -152,6 +152,25 @@ def test_a_remote_holding_other_chunks_is_the_wrong_memory_until_confirmed(memor
     assert push(repo_id, assume_yes=True).pushed == 3
 
 
+def test_a_tool_call_the_tier_policy_leaves_to_bm25_is_pushed_without_a_vector(hub_server, repo_id):
+    from funes.embedding import DENSE_TIERS, IDENTITY
+    from funes.hub.push import push
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+
+    said = chunk("s-tiers", 0, "run the migration tests")
+    call = chunk("s-tiers", 1, '{"command":"pytest tests/migrations"}', block_type="tool_use", tool_name="Bash",
+                 tier=2)
+    assert call.tier not in DENSE_TIERS
+    write_memory([said])
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        writer.add_chunks([call])  # never owed a vector under the default policy
+        assert writer.pending_count() == 0
+    report = push(repo_id, assume_yes=True)
+    assert report.pushed == 2 and report.gate.awaiting_vectors == 0
+    assert remote_ids(hub_server, repo_id) == {said.id, call.id}
+
+
 def test_blocks_awaiting_vectors_stay_local_until_embedded(hub_server, repo_id):
     from funes.embedding import IDENTITY
     from funes.hub.push import push

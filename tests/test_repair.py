@@ -105,7 +105,7 @@ def test_a_truncated_data_file_is_served_around_refused_by_writers_and_repaired(
     assert lines[-1] == "nothing was lost: every chunk is back"
     assert stored_ids(memory_home) == before
     report = status()
-    assert report["damage"] is None and report["embedded"] == report["chunks"] == len(before)
+    assert report["damage"] is None and report["pending_by_tier"] == {} and report["chunks"] == len(before)
     again = funes("recall", "which tests failed and why", "--no-rerank")
     assert again.returncode == 0 and again.stderr == ""
     assert funes("index", "--yes").returncode == 0
@@ -153,7 +153,7 @@ def test_lost_manifests_fall_back_to_the_last_intact_version_and_reindex(memory_
     assert lines[-1] == "nothing was lost: every chunk is back"
     assert stored_ids(memory_home) == before
     report = status()
-    assert report["damage"] is None and report["embedded"] == report["chunks"]
+    assert report["damage"] is None and report["pending_by_tier"] == {}
     hits = funes("recall", "nightly backup rotates keys", "--json", "--no-rerank")
     assert SESSION in {h["session_id"] for h in json.loads(hits.stdout)}
     assert funes("index", "--yes").returncode == 0

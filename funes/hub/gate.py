@@ -6,7 +6,8 @@ every block that has a chunk about to be published from *all* its stored chunks 
 knows where it starts in its block) and scans the whole block, with the files and
 commands of its turn (stored on each of its chunks).  A block with a finding,
 or one that could not be scanned (a scanner missing or failing counts as not clean),
-is held back entirely; so is a block not yet fully embedded, so a block always ships
+is held back entirely; so is a block still owed a vector (a tier the memory does not embed
+owes none), so a block always ships
 whole.  Only rule ids and counts leave this module.
 """
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from funes.chunking import reassemble
+from funes.embedding import awaiting_vector_sql
 from funes.memory.store import Memory, sql_in
 from funes.redaction import rule_label, scan_for_egress
 
@@ -68,7 +70,9 @@ def gate(memory: Memory, candidates: Iterable[str]) -> GateResult:
     if not wanted:
         return result
     layout = memory.scan(["id", "session_id", "turn_uuid", "block_idx", "split_idx", "char_start"])
-    embedded = set(memory.scan(["id"], "vector IS NOT NULL").column("id").to_pylist())
+    # Ready: every chunk has its vector, or is of a tier the memory does not embed.
+    owed = awaiting_vector_sql(memory.dense_tiers)
+    vector_ready = set(memory.scan(["id"], f"NOT ({owed})").column("id").to_pylist())
     blocks: dict[BlockKey, list[tuple[int, int | None, str]]] = {}
     for row in layout.to_pylist():
         key = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
@@ -77,7 +81,7 @@ def gate(memory: Memory, candidates: Iterable[str]) -> GateResult:
 
     ready: dict[BlockKey, list[tuple[int, int | None, str]]] = {}
     for key, chunks in touched.items():
-        if all(chunk_id in embedded for _, _, chunk_id in chunks):
+        if all(chunk_id in vector_ready for _, _, chunk_id in chunks):
             ready[key] = chunks
         else:
             result.awaiting_vectors += sum(chunk_id in wanted for _, _, chunk_id in chunks)

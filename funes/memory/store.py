@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from funes.chunking import SPLIT_SIZE, Chunk, chunking_metadata
+from funes.embedding import EMBED_EVERY_TIER, EVERY_TIER, TIERS_KEY, awaiting_vector_sql, dense_tiers
 from funes.errors import (
     FunesError,
     MemoryIncompatibleError,
@@ -243,6 +244,11 @@ class Memory:
         return _identity_of(self.metadata)
 
     @property
+    def dense_tiers(self) -> tuple[int, ...]:
+        """The tiers this memory gives vectors to (:func:`funes.embedding.dense_tiers`)."""
+        return dense_tiers(self.metadata)
+
+    @property
     def version(self) -> int:
         return int(self.dataset.version)
 
@@ -409,7 +415,7 @@ class Memory:
         table = self.scan(["session_id", "harness"], None)
 
         frame = pl.from_arrow(table)
-        pending = pl.from_arrow(self.scan(["tier"], "vector IS NULL"))
+        pending = pl.from_arrow(self.scan(["tier"], awaiting_vector_sql(self.dense_tiers)))
         per_harness: dict[str, dict[str, int]] = {}
         if frame.height:
             grouped = frame.group_by("harness").agg(pl.len().alias("chunks"),
@@ -646,11 +652,10 @@ class MemoryWriter:
 
     # ------------------------------------------------------------------ vectors
     def backlog(self, limit: int, *, tiers: Sequence[int] | None = None) -> pa.Table:
-        """Up to ``limit`` rows still lacking a vector: lowest tier first (what was
-        said before tool calls before tool output), newest first within a tier."""
-        where = "vector IS NULL"
-        if tiers:
-            where += f" AND tier IN ({', '.join(str(int(t)) for t in tiers)})"
+        """Up to ``limit`` rows still owed a vector (of ``tiers``, by default the
+        memory's :attr:`dense_tiers`): lowest tier first (what was said before tool
+        calls before tool output), newest first within a tier."""
+        where = awaiting_vector_sql(self.dense_tiers if tiers is None else tiers)
         table = self.table.search().where(where).select(["id", "text", "tier", "ts", "tool_name", "block_type",
                                                          "harness", "session_id"]).limit(None).to_arrow()
         if table.num_rows == 0:
@@ -659,14 +664,28 @@ class MemoryWriter:
                             table.column("tier").to_numpy(zero_copy_only=False)))
         return table.take(order[:limit])
 
+    @property
+    def dense_tiers(self) -> tuple[int, ...]:
+        """The tiers this memory gives vectors to (:func:`funes.embedding.dense_tiers`)."""
+        return dense_tiers(decode_metadata(self.table.schema))
+
+    def embed_every_tier(self) -> None:
+        """Stamp the memory to embed every tier from now on, whatever process writes
+        to it (a metadata-only commit)."""
+        if self.dense_tiers != EVERY_TIER:
+            self.table.to_lance().update_schema_metadata({TIERS_KEY: EMBED_EVERY_TIER})
+            self.table.checkout_latest()
+            self.lexical.mark_version(self.version)
+
     def pending_count(self) -> int:
-        return int(self.table.count_rows("vector IS NULL"))
+        """Rows still owed a vector under the memory's tier policy."""
+        return int(self.table.count_rows(awaiting_vector_sql(self.dense_tiers)))
 
     def pending_chars(self) -> int:
-        """Characters of text still lacking a vector (what embedding time follows)."""
+        """Characters of text still owed a vector (what embedding time follows)."""
         import pyarrow.compute as pc
 
-        texts = self._scan(["text"], "vector IS NULL").column("text")
+        texts = self._scan(["text"], awaiting_vector_sql(self.dense_tiers)).column("text")
         return int(pc.sum(pc.utf8_length(texts)).as_py() or 0) if len(texts) else 0
 
     def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -712,7 +731,9 @@ class MemoryWriter:
         One overwrite commit: a crash leaves either the old table or the new one.
         Columns an older table lacks (a Rust funes memory, say) are filled with nulls."""
         old = self.table.to_arrow()
-        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata()})
+        # The tier policy is the user's choice, not the model's: it survives.
+        policy = {k: v for k, v in decode_metadata(old.schema).items() if k == TIERS_KEY}
+        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata(), **policy})
         columns = []
         for field_ in schema:
             if field_.name == "vector" or field_.name not in old.column_names:

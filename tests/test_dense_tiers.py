@@ -1,0 +1,107 @@
+"""Which chunks get a vector: the tier policy measured on the dev sets
+(`funes.embedding.DENSE_TIERS`, BENCHMARKS.md "Recall by embedded tier"), the same
+whichever path writes the memory, and `funes index --embed-all` for every tier."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from funes.embedding import DENSE_TIERS, EVERY_TIER
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+
+
+def funes(*args, timeout=600):
+    return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
+
+
+def vectors_by_tier(funes_home: Path) -> tuple[Counter, Counter]:
+    """(rows with a vector, rows without), counted by tier, read from the Lance table."""
+    import lance
+
+    table = lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(columns=["tier", "vector"])
+    tiers, vectors = table.column("tier").to_pylist(), table.column("vector").is_null().to_pylist()
+    return (Counter(t for t, missing in zip(tiers, vectors) if not missing),
+            Counter(t for t, missing in zip(tiers, vectors) if missing))
+
+
+def status() -> dict:
+    result = funes("status", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_memory_indexed_by_default_has_vectors_for_exactly_the_policys_tiers(memory_home):
+    embedded, missing = vectors_by_tier(memory_home / ".funes")
+    assert set(DENSE_TIERS) < set(EVERY_TIER), "the measured policy leaves a tier to BM25"
+    assert set(embedded) == set(DENSE_TIERS)
+    assert missing and set(missing) == set(EVERY_TIER) - set(DENSE_TIERS)
+    report = status()
+    assert report["embedded"] == sum(embedded.values()) and report["pending_by_tier"] == {}
+    result = funes("index", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert "0 embedded, 0 awaiting vectors" in result.stderr and "to embed the rest" not in result.stderr
+
+
+def test_embed_all_fills_the_other_tiers_and_the_memory_keeps_embedding_them(memory_home, tmp_path):
+    _, missing = vectors_by_tier(memory_home / ".funes")
+    result = funes("index", "--embed-all", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert f"{sum(missing.values())} embedded, 0 awaiting vectors" in result.stderr
+    embedded, missing = vectors_by_tier(memory_home / ".funes")
+    assert not missing and set(embedded) == set(EVERY_TIER)
+    report = status()
+    assert report["embedded"] == report["chunks"] and report["pending_by_tier"] == {}
+
+    # A later write by another path (a hook's turn: index_units with an embedder)
+    # follows the memory's stamp, not the default.
+    from funes.embedding import load_embedder
+    from funes.indexing import index_units, open_writer
+    from funes.memory.location import local_memory
+    from funes.traces import discover
+
+    session = "5d0c1a2e-0000-4000-8000-00000000a11c"
+    transcript = tmp_path / ".claude" / "projects" / "-tmp-grown" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    source = (Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl").read_text()
+    transcript.write_text(source.replace('"sessionId":"ses_stage0_small"', f'"sessionId":"{session}"'))
+    with open_writer(local_memory()) as writer:
+        assert writer.dense_tiers == EVERY_TIER
+        report = index_units(writer, discover(transcript), embedder=load_embedder("cpu"))
+    assert report.chunks_added and report.per_session[next(iter(report.per_session))].embedded_by_tier[2]
+    embedded, missing = vectors_by_tier(memory_home / ".funes")
+    assert not missing
+
+
+def test_inline_embedding_of_a_fresh_memory_follows_the_policy(isolated_env):
+    from funes.embedding import load_embedder
+    from funes.indexing import index_units, open_writer
+    from funes.memory.location import local_memory
+    from funes.traces import discover
+
+    transcript = Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl"
+    with open_writer(local_memory()) as writer:
+        report = index_units(writer, discover(transcript), embedder=load_embedder("cpu"))
+        assert report.pending == 0
+    embedded, missing = vectors_by_tier(isolated_env / ".funes")
+    assert set(embedded) <= set(DENSE_TIERS) and set(missing) == set(EVERY_TIER) - set(DENSE_TIERS)
+    assert report.embedded == sum(embedded.values())
+
+
+def test_recall_finds_a_tool_call_without_a_vector_by_keyword(memory_home):
+    import re
+
+    import lance
+
+    table = lance.dataset(str(memory_home / ".funes" / "memory" / "chunks.lance")).to_table(
+        columns=["text", "block_type", "vector"], filter="vector IS NULL AND block_type = 'tool_use'")
+    texts = table.column("text").to_pylist()
+    counts = Counter(w.lower() for text in texts for w in set(re.findall(r"[A-Za-z]{8,}", text)))
+    word = next(w for text in texts for w in re.findall(r"[A-Za-z]{8,}", text) if counts[w.lower()] == 1)
+    result = funes("recall", word, "--json", "-k", "5", "--no-rerank")
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert any(h["block_type"] == "tool_use" and word.lower() in h["text"].lower() for h in hits), word
