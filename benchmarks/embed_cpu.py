@@ -7,7 +7,13 @@ Prints, as JSON lines:
     split size, i.e. how often the 256-token window sees the whole chunk, to choose
     the split size;
   * whether int8 dynamic quantisation (per-channel, MatMul only) is worth offering:
-    its speed and its fidelity to the fp32 vectors.
+    its speed and its fidelity to the fp32 vectors;
+  * ``settings``: at the real chunk-length mix (chunks cut like the memory's
+    600-character splitter cuts real transcript text), chunks/s wall and per
+    CPU-second (``time.process_time``, which other processes on shared cores move
+    far less than wall time) for fp32 and int8 at 1 and 2 threads and batches of
+    16/32/64, and the share of the time spent tokenising (the most overlapping
+    tokenisation with inference could save).
 
 Usage: python benchmarks/embed_cpu.py [--chunks 256] [--figures throughput cold tokens int8]
 Uses $FUNES_HOME (default ~/.funes) for the ONNX export; run with a scratch
@@ -35,7 +41,7 @@ from funes.chunking import SPLIT_OVERLAP, split_text  # noqa: E402
 from funes.embedding import MAX_TOKENS, OnnxEmbedder, onnx_path  # noqa: E402
 
 SIZES = (500, 600, 800, 1200)
-FIGURES = ("throughput", "cold", "tokens", "int8")
+FIGURES = ("throughput", "cold", "tokens", "int8", "settings")
 SPLIT_SIZES = (400, 500, 550, 600, 700, 800, 1000, 1200)
 
 
@@ -150,6 +156,43 @@ def int8_figures(fp32: OnnxEmbedder, chunks: list[str]) -> dict:
         }
 
 
+def timed(embedder: OnnxEmbedder, texts: list[str], repeats: int) -> tuple[float, float]:
+    """(chunks per wall second, chunks per CPU-second of this process), best of ``repeats``."""
+    embedder.embed(texts[:32])
+    wall, cpu = float("inf"), float("inf")
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        embedder.embed(texts)
+        wall, cpu = min(wall, time.perf_counter() - w), min(cpu, time.process_time() - c)
+    return len(texts) / wall, len(texts) / cpu
+
+
+def settings_figures(count: int, repeats: int) -> list[dict]:
+    from funes.chunking import SPLIT_SIZE
+    from funes.embedding import cpu_session, cpu_threads
+
+    texts = corpus.realistic_chunks(count, split_size=SPLIT_SIZE, seed=2)
+    records = []
+    scratch = tempfile.TemporaryDirectory()
+    for precision, model in (("fp32", onnx_path()), ("int8", quantised_copy(onnx_path(), Path(scratch.name)))):
+        embedder = OnnxEmbedder(model_file=model)
+        for threads in sorted({1, cpu_threads()}):
+            embedder._session = cpu_session(model, threads=threads)
+            for batch in (16, 32, 64):
+                embedder.batch_size = batch
+                wall, cpu = timed(embedder, texts, repeats)
+                records.append({"figure": "settings", "precision": precision, "threads": threads, "batch": batch,
+                                "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
+                                "chunks_per_s": round(wall, 1), "chunks_per_cpu_s": round(cpu, 1)})
+                emit(records[-1])
+    scratch.cleanup()
+    start = time.process_time()
+    embedder._tokenizer.encode_batch(texts)
+    records.append({"figure": "tokenise_cpu_s", "chunks": len(texts), "cpu_s": round(time.process_time() - start, 3)})
+    emit(records[-1])
+    return records
+
+
 def render(records: list[dict]) -> str:
     """The BENCHMARKS.md section from the emitted records."""
     from report import machine
@@ -179,6 +222,18 @@ def render(records: list[dict]) -> str:
                   f" {r['tokens_unseen_share']:.1%} |" for r in by["tokens_per_chunk"]]
         lines += ["", "funes splits at 600 characters: 94.5 % of chunks are read whole, against 63 % at the Rust"
                   " funes's 1,200.", ""]
+    if "settings" in by:
+        first = by["settings"][0]
+        lines += [f"Settings at the real chunk-length mix ({first['chunks']} chunks, {first['mean_chars']} characters on"
+                  " average); wall figures move with the load, CPU-second ones less:", "",
+                  "| precision | threads | batch | chunks/s | chunks per CPU-second |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['precision']} | {r['threads']} | {r['batch']} | {r['chunks_per_s']} | {r['chunks_per_cpu_s']} |"
+                  for r in by["settings"]]
+        if "tokenise_cpu_s" in by:
+            tokenise = by["tokenise_cpu_s"][0]
+            lines += ["", f"Tokenising those chunks takes {tokenise['cpu_s']} CPU-seconds: the most that overlapping"
+                      " it with inference could save."]
+        lines += [""]
     if "int8_dynamic_per_channel_matmul" in by:
         q = by["int8_dynamic_per_channel_matmul"][0]
         lines += [f"int8 (dynamic, per-channel, MatMul only): {q['chunks_per_s_int8']} vs {q['chunks_per_s_fp32']}"
@@ -214,6 +269,8 @@ def main() -> None:
             record(item)
     if "int8" in args.figures:
         record(int8_figures(embedder, corpus.chunks_of_size(800, 1000, seed=1)))
+    if "settings" in args.figures:
+        records.extend(settings_figures(args.chunks, args.repeats))
     if args.write:
         from report import write_section
 
