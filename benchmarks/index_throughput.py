@@ -2,6 +2,7 @@
 searchable, the cost of one new turn, bytes per chunk on disk.
 
     python benchmarks/index_throughput.py [--synthetic-chunks 20000] [--big-chunks 100000] [--no-write]
+    python benchmarks/index_throughput.py --lexical-only [--lexical-chunks 300000,1000000] [--embed-s 120]
 
 Goals (issue 3, 2-core CPU): ≥ 60 chunks/s with vectors; every chunk of a
 100k-chunk history BM25-searchable within 60 s; one new turn ≤ 2 s; ≤ 2.3 KB per
@@ -127,12 +128,99 @@ def big_run(home: Path) -> dict:
             "searchable_s": searchable, "first_query_s": first_query, "hits": len(hits), "one_turn_s": one_turn}
 
 
+LEXICAL_HEADING = "First index, lexical pass"
+
+
+def lexical_pass(target_chunks: int, embed_s: float) -> dict:
+    """A first index of a ≥ target-chunk history as `funes index` runs it (index_memory),
+    in its own process and FUNES_HOME: the lexical pass (every chunk stored and
+    BM25-searchable), then ``embed_s`` seconds of the backlog; the process's CPU
+    seconds (its workers' included) and the peak RSS it reports."""
+    home = WORK / f"synthetic-{target_chunks // 1000}k-chunks"
+    if not home.exists():
+        make_history_of_chunks(home, target_chunks)
+    funes_home = WORK / f"funes-lexical-{target_chunks // 1000}k"
+    subprocess.run(["rm", "-rf", str(funes_home)], check=True)
+    load_before = os.getloadavg()
+    out = subprocess.run([sys.executable, __file__, "--lexical-run", str(home), "--embed-s", str(embed_s)],
+                         env=env_for(home, funes_home), capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    subprocess.run(["rm", "-rf", str(funes_home)], check=True)
+    return {**json.loads(out.stdout.splitlines()[-1]), "load_before": load_before, "load_after": os.getloadavg()}
+
+
+def lexical_run(home: Path, embed_s: float) -> dict:
+    import resource
+
+    from funes.embedding import load_embedder
+    from funes.indexing import index_memory
+    from funes.memory.location import local_memory
+    from funes.traces import discover
+
+    units = discover()
+    lexical: dict = {}
+
+    def indexed(report) -> None:
+        usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        lexical.update(wall_s=time.perf_counter() - started, chunks=report.chunks_added, workers=report.workers,
+                       cpu_s=sum(u.ru_utime + u.ru_stime for u in usage), peak_rss_bytes=report.peak_rss_bytes)
+
+    started = time.perf_counter()
+    report = index_memory(local_memory(), units, embedder=load_embedder, backlog_budget_s=embed_s,
+                          on_indexed=indexed)
+    from funes.indexing import peak_rss_bytes
+
+    return {**lexical, "mb": sum(u.path.stat().st_size for u in units) / 1e6, "embed_s": report.embed_seconds,
+            "embedded": report.embedded, "peak_rss_after_embed_bytes": peak_rss_bytes()}
+
+
+def lexical_body(rows: list[dict]) -> str:
+    lines = [f"{LEXICAL_HEADING} (`python benchmarks/index_throughput.py --lexical-only`): `index_memory`, what"
+             " `funes index` runs, in a fresh process and FUNES_HOME over a synthetic history (copies of the real"
+             " fixture sessions); wall and CPU seconds (the process and its parse workers) until every chunk is"
+             " stored and BM25-searchable; peak RSS is the largest of the process and of any one worker"
+             " (`IndexReport.peak_rss_bytes`), after the lexical pass and after the given seconds of embedding."
+             " Goals (issue 14): ≤ 30 s for 300k chunks, ≤ 2 min for 1M, ≤ 2 GB at 1M.", "",
+             "| history | MB | chunks | workers | lexical pass wall s | CPU s | peak RSS MB | embedding s | embedded |"
+             " peak RSS after MB | load before / after |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| synthetic | {r['mb']:.0f} | {r['chunks']:,} | {r['workers']} | {r['wall_s']:.1f} |"
+                     f" {r['cpu_s']:.1f} | {r['peak_rss_bytes'] / 2**20:,.0f} | {r['embed_s']:.0f} |"
+                     f" {r['embedded']:,} | {r['peak_rss_after_embed_bytes'] / 2**20:,.0f} |"
+                     f" {r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |")
+    return "\n".join(lines)
+
+
+def with_lexical(section: str, lexical: str) -> str:
+    """The section's text with its lexical-pass paragraph and table replaced."""
+    kept = section.split(f"\n{LEXICAL_HEADING}", 1)[0].rstrip()
+    return f"{kept}\n\n{lexical}"
+
+
+def current_section(title: str) -> str:
+    from report import BENCHMARKS_MD
+
+    text = BENCHMARKS_MD.read_text(encoding="utf-8")
+    start = text.find(f"## {title}\n")
+    if start == -1:
+        return ""
+    body = text[start + len(title) + 4:]
+    following = body.find("\n## ")
+    return (body if following == -1 else body[:following]).strip()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--synthetic-chunks", type=int, default=20_000)
     ap.add_argument("--big-chunks", type=int, default=100_000)
     ap.add_argument("--eval-dir", default=os.environ.get("FUNES_EVAL_DIR", str(REPO.parent / "shared" / "eval")))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--lexical-only", action="store_true", help="only the first index's lexical pass")
+    ap.add_argument("--lexical-chunks", default="300000,1000000")
+    ap.add_argument("--embed-s", type=float, default=120.0, help="seconds of embedding after the lexical pass")
+    ap.add_argument("--lexical-run", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--phases", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--big-run", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -141,6 +229,17 @@ def main() -> int:
         return 0
     if args.big_run:
         print(json.dumps(big_run(args.big_run)))
+        return 0
+    if args.lexical_run:
+        print(json.dumps(lexical_run(args.lexical_run, args.embed_s)))
+        return 0
+    lexical_rows = [lexical_pass(int(n), args.embed_s) for n in args.lexical_chunks.split(",") if n]
+    lexical = lexical_body(lexical_rows) + f"\n\nMachine: {machine()}."
+    if args.lexical_only:
+        print(lexical)
+        if not args.no_write:
+            write_section("Indexing throughput and size", with_lexical(current_section("Indexing throughput and size"),
+                                                                       lexical))
         return 0
     rows = []
     dev = dev_corpus(Path(args.eval_dir))
@@ -168,7 +267,7 @@ def main() -> int:
         f"A {big['chunks']:,}-chunk history ({big['mb']:.0f} MB of transcripts): every chunk stored and BM25-searchable"
         f" after {big['searchable_s']:.1f} s (goal ≤ 60 s; vectors follow in the background), first query"
         f" {big['first_query_s'] * 1000:.0f} ms. One new turn indexed into that memory, vector included, by the"
-        f" same call the hook worker makes: {big['one_turn_s']:.2f} s (goal ≤ 2 s).",
+        f" same call the hook worker makes: {big['one_turn_s']:.2f} s (goal ≤ 2 s).", "", lexical,
     ])
     print(body)
     if not args.no_write:

@@ -23,6 +23,10 @@ then hand the report to a recorder once the writer lock is released.
 
 from __future__ import annotations
 
+import os
+import resource
+import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence, Set
@@ -36,12 +40,23 @@ from funes.chunking import Chunk, ChunkReport, chunk_session
 from funes.embedding import DENSE_TIERS, IDENTITY
 from funes.errors import TraceReadError
 from funes.memory.location import MemoryLocation
-from funes.memory.store import MemoryWriter
+from funes.memory.store import BACKLOG_PAGE, MemoryWriter
 from funes.traces import parse_unit, session_key
 from funes.traces.model import ParseWarning, Session, SourceUnit
 
 # Chunks written per Lance commit during a bulk index (fewer, larger fragments).
 FLUSH_CHUNKS = 4096
+# Transcript bytes each worker process must have to parse: a worker's start (imports,
+# the secret rules from their cache) costs ~1.1 CPU s, parsing, chunking and redacting
+# ~6 MB a CPU second (measured, 2-core EPYC), so 8 MB is ~1.3 s of work.  Below two
+# workers' worth (a hook's one turn, a few sessions) everything runs in this process.
+POOL_BYTES_PER_WORKER = 8_000_000
+# Units handed to the pool ahead of the one being stored, per worker: enough to
+# keep every worker busy, few enough to bound what waits in memory.
+POOL_AHEAD_PER_WORKER = 2
+# How many processes parse, chunk and redact a bulk index (default: the CPUs this
+# process may run on).
+WORKERS_ENV = "FUNES_INDEX_WORKERS"
 # Rows embedded per vector write.
 EMBED_WRITE_BATCH = 256
 
@@ -96,6 +111,8 @@ class IndexReport:
     warnings: list[ParseWarning] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+    workers: int = 0  # processes that parsed, chunked and redacted (0: this one alone)
+    peak_rss_bytes: int = 0  # most resident memory of this process or of one of its workers
 
     def _indexed(self) -> list[SessionReport]:
         return [s for s in self.per_session.values() if s.error is None]
@@ -228,6 +245,102 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
 # --------------------------------------------------------------------------- the path
 
 
+def index_workers() -> int:
+    """Worker processes for a bulk index: ``$FUNES_INDEX_WORKERS`` when set (1: none),
+    else the CPUs this process may run on."""
+    given = os.environ.get(WORKERS_ENV, "").strip()
+    if given:
+        try:
+            return max(1, int(given))
+        except ValueError:
+            pass
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def peak_rss_bytes() -> int:
+    """The most resident memory this process, or one of its finished children, held."""
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
+    return scale * max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def prepare_unit(unit: SourceUnit, include_thinking: bool = True) -> SessionChunks | SessionReport:
+    """Stages 1 and 2 for one unit: its redacted chunks, or the report of why it
+    cannot be read now (what a worker process returns)."""
+    try:
+        parsed = parse_stage(unit)
+    except TraceReadError as exc:
+        return unreadable(unit, exc)
+    return chunk_stage(parsed, include_thinking=include_thinking)
+
+
+def _worker_start() -> None:
+    # Ctrl-C reaches the whole process group: the parent alone decides, and stops the
+    # workers; a worker whose parent is killed outright is ended with it (Linux).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def pool_size(units: Sequence[SourceUnit], workers: int) -> int:
+    """How many of ``workers`` pay for themselves on ``units`` (1: none)."""
+    if workers <= 1 or len(units) < 2:
+        return 1
+    size = 0
+    for path in {unit.path for unit in units}:  # a database holds many units: counted once
+        try:
+            size += path.stat().st_size if path.is_file() else 0
+        except OSError:
+            continue
+        if size >= workers * POOL_BYTES_PER_WORKER:
+            return min(workers, len(units))
+    return max(1, min(workers, len(units), size // POOL_BYTES_PER_WORKER))
+
+
+def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True,
+                   workers: int = 1) -> Iterator[tuple[SourceUnit, SessionChunks | SessionReport]]:
+    """Each unit with its :func:`prepare_unit`, in order; with ``workers`` > 1 (at most
+    one per :data:`POOL_BYTES_PER_WORKER` of transcripts) by a pool of spawned
+    processes working ahead of the caller, stopped when the caller stops reading."""
+    workers = pool_size(units, workers)
+    if workers <= 1:
+        for unit in units:
+            yield unit, prepare_unit(unit, include_thinking)
+        return
+    import multiprocessing
+    from collections import deque
+
+    from funes.redaction import get_scanner
+
+    get_scanner()  # compiled once here, so workers load the rules from the cache, not compile them each
+    pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_worker_start)
+    try:
+        pending: deque = deque()
+        queued = iter(units)
+        for unit in queued:
+            pending.append((unit, pool.apply_async(prepare_unit, (unit, include_thinking))))
+            if len(pending) >= workers * POOL_AHEAD_PER_WORKER:
+                break
+        while pending:
+            unit, result = pending.popleft()
+            for later in queued:
+                pending.append((later, pool.apply_async(prepare_unit, (later, include_thinking))))
+                break
+            yield unit, result.get()
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()  # an error, Ctrl-C or a caller that stopped early: no worker outlives this
+
+
 def index_units(
     writer: MemoryWriter,
     units: Sequence[SourceUnit],
@@ -235,16 +348,22 @@ def index_units(
     include_thinking: bool = True,
     progress: Progress = _no_progress,
     embedder: TextEmbedder | None = None,
+    workers: int | None = None,
 ) -> IndexReport:
     """Parse, chunk, redact and store every new or grown unit.
 
     With ``embedder`` the new chunks get their vectors in the same write (small
     increments such as one turn); without it they are stored lexical-only, for
-    :func:`embed_backlog` to fill in."""
+    :func:`embed_backlog` to fill in.  Parsing, chunking and redaction run in
+    ``workers`` processes (default :func:`index_workers`) when there are enough
+    units to pay for them; this process alone stores, in the units' order, and
+    records a unit only once its rows are committed."""
     started = time.monotonic()
     report = IndexReport(units=len(units))
     changed = writer.coverage.changed(units)
     report.changed = len(changed)
+    workers = pool_size(changed, index_workers() if workers is None else workers)
+    report.workers = workers if workers > 1 else 0
     batch: list[SessionChunks] = []
     batch_chunks = 0
 
@@ -257,17 +376,14 @@ def index_units(
         batch.clear()
         batch_chunks = 0
 
-    for unit in changed:
-        try:
-            parsed = parse_stage(unit)
-        except TraceReadError as exc:
-            writer.coverage.record_error(unit, str(exc))
-            report.per_session[unit.key] = unreadable(unit, exc)
-            report.errors.append(str(exc))
+    for unit, item in prepared_units(changed, include_thinking=include_thinking, workers=workers):
+        if isinstance(item, SessionReport):  # could not be read now: retried next run
+            writer.coverage.record_error(unit, item.error or "")
+            report.per_session[unit.key] = item
+            report.errors.append(item.error or "")
             progress("parse", 1, len(changed))
             continue
-        item = chunk_stage(parsed, include_thinking=include_thinking)
-        report.per_session[unit.key] = item.report
+        report.per_session[item.unit.key] = item.report
         report.warnings.extend(item.report.warnings)
         batch.append(item)
         batch_chunks += len(item.chunks)
@@ -279,6 +395,7 @@ def index_units(
     writer.sync_lexical()
     report.pending = writer.pending_count()
     report.elapsed = time.monotonic() - started
+    report.peak_rss_bytes = peak_rss_bytes()
     return report
 
 
@@ -299,31 +416,38 @@ def embed_backlog(
     being killed) loses at most the batch in flight.  With ``report``, what was
     embedded is added to it, by tier, and to the sessions it holds."""
     started = time.monotonic()
-    queue = writer.backlog(limit or 10**12)
-    total = queue.num_rows
-    ids = queue.column("id").to_pylist()
-    texts = queue.column("text").to_pylist()
-    block_types = queue.column("block_type").to_pylist()
-    tools = queue.column("tool_name").to_pylist()
-    tiers = queue.column("tier").to_pylist()
-    keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
-                                               queue.column("session_id").to_pylist(), strict=True)]
+    order = writer.backlog_order(limit or 10**12)
+    total = len(order)
     done = 0
-    for start in range(0, total, EMBED_WRITE_BATCH):
+    for queue in writer.rows_in_pages(order, page=BACKLOG_PAGE):
         if should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s):
             break
-        end = min(start + EMBED_WRITE_BATCH, total)
-        inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
-        vectors = embedder.embed(inputs)
-        writer.set_vectors(ids[start:end], vectors)
-        if report is not None:
-            for i in range(start, end):
-                report.backlog_chars += len(texts[i])
-                report.backlog_by_tier[tiers[i]] += 1
-                if keys[i] in report.per_session:
-                    report.per_session[keys[i]].embedded_by_tier[tiers[i]] += 1
-        done += end - start
-        progress("embed", end - start, total)
+        ids = queue.column("id").to_pylist()
+        texts = queue.column("text").to_pylist()
+        block_types = queue.column("block_type").to_pylist()
+        tools = queue.column("tool_name").to_pylist()
+        tiers = queue.column("tier").to_pylist()
+        keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
+                                                   queue.column("session_id").to_pylist(), strict=True)]
+        stopped = False
+        for start in range(0, len(ids), EMBED_WRITE_BATCH):
+            if start and (should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s)):
+                stopped = True
+                break
+            end = min(start + EMBED_WRITE_BATCH, len(ids))
+            inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
+            vectors = embedder.embed(inputs)
+            writer.set_vectors(ids[start:end], vectors)
+            if report is not None:
+                for i in range(start, end):
+                    report.backlog_chars += len(texts[i])
+                    report.backlog_by_tier[tiers[i]] += 1
+                    if keys[i] in report.per_session:
+                        report.per_session[keys[i]].embedded_by_tier[tiers[i]] += 1
+            done += end - start
+            progress("embed", end - start, total)
+        if stopped:
+            break
     if report is not None:
         report.embedded += done
         report.embed_seconds += time.monotonic() - started

@@ -97,3 +97,34 @@ def test_a_changed_tokenizer_means_an_empty_index_to_rebuild(tmp_path):
     manifest["tokenizer"]["stopwords"] = "something-else"
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     assert LexicalIndex.open(tmp_path).segments == []
+
+
+def test_a_segment_scores_every_document_as_bm25s_does(tmp_path):
+    """The numpy build gives each (document, term) bm25s's own float32 score, so
+    recall ranks exactly as with ``bm25s.BM25.index``: documents with repeated
+    lines (a chunk weighted three times), identifiers, a line shared with a
+    neighbour, and one with no token at all."""
+    import bm25s
+
+    from funes.memory.lexical import BM25_PARAMS, Segment, document, tokenize
+
+    ids, texts = _corpus(500, seed=3)
+    rng = random.Random(7)
+    texts = [document(t, [texts[i - 1]] if i else [], block_type=rng.choice(["text", "tool_use", "tool_result"]),
+                      tool_name="Bash") for i, t in enumerate(texts)]
+    texts[10] = document("resolveWorkspaceRoot failed in lib/spotter/transcript_renderer.ex\nsecond line")
+    texts[11] = "!!! ?? ..."
+    built = Segment.build("seg", ids, texts)
+    reference = bm25s.BM25(**BM25_PARAMS)
+    reference.index(tokenize(texts), show_progress=False)
+    scores = reference.scores
+    assert set(built.vocab) == set(reference.vocab_dict)
+    for token, mine in built.vocab.items():
+        if token == "":
+            continue
+        theirs = reference.vocab_dict[token]
+        ours = slice(built.indptr[mine], built.indptr[mine + 1])
+        bm25s_column = slice(scores["indptr"][theirs], scores["indptr"][theirs + 1])
+        assert np.array_equal(built.indices[ours], scores["indices"][bm25s_column]), token
+        assert np.array_equal(built.data[ours], scores["data"][bm25s_column]), token
+    assert built.data.dtype == np.float32 and built.indices.dtype == scores["indices"].dtype

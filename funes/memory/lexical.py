@@ -45,10 +45,12 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import shutil
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,15 +123,116 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     out = []
     for text in texts:
         tokens: list[str] = []
-        for word in _COMPOUND.findall(text):
-            found = memo.get(word)
-            if found is None:
-                if len(memo) >= _MEMO_LIMIT:
-                    memo.clear()
-                found = memo[word] = _word_tokens(word)
-            tokens += found
+        # No token spans a line break, so a text's tokens are its lines' tokens in
+        # turn; a document repeats its chunk's lines (``own_weight``): each distinct
+        # line is tokenized once.
+        lines: dict[str, list[str]] = {}
+        for line in text.split("\n"):
+            line_tokens = lines.get(line)
+            if line_tokens is None:
+                line_tokens = lines[line] = []
+                for word in _COMPOUND.findall(line):
+                    found = memo.get(word)
+                    if found is None:
+                        if len(memo) >= _MEMO_LIMIT:
+                            memo.clear()
+                        found = memo[word] = _word_tokens(word)
+                    line_tokens += found
+            tokens += line_tokens
         out.append(tokens)
     return out
+
+
+# Index builds count tokens by number: every distinct token gets one id for as long as
+# the word memo lives (both are cleared together, between builds).
+_token_ids: dict[str, int] = {}
+_token_names: list[str] = []
+_id_memo: dict[str, list[int]] = {}
+# Documents whose term counts are gathered per numpy pass (bounds the pass's arrays).
+BUILD_BLOCK = 16_384
+
+
+def _word_ids(word: str) -> list[int]:
+    ids = []
+    for token in _word_tokens(word):
+        found = _token_ids.get(token)
+        if found is None:
+            found = _token_ids[token] = len(_token_names)
+            _token_names.append(token)
+        ids.append(found)
+    return ids
+
+
+def _term_counts(texts: Sequence[str], first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(document, token id, count) of each distinct token of each text, documents
+    numbered from ``first_doc``, and the texts' lengths in tokens: what
+    :func:`tokenize` makes of them, counted.  No token spans a line break, so each
+    distinct line is tokenized once: a document repeats its chunk's lines
+    (``own_weight``) and its neighbours' documents hold them again as context."""
+    memo = _id_memo
+    line_memo: dict[str, list[int]] = {}
+    ids: list[int] = []
+    weights: list[int] = []
+    per_doc: list[int] = []
+    for text in texts:
+        before = len(ids)
+        for line, times in Counter(text.split("\n")).items():
+            line_ids = line_memo.get(line)
+            if line_ids is None:
+                line_ids = line_memo[line] = []
+                for word in _COMPOUND.findall(line):
+                    found = memo.get(word)
+                    if found is None:
+                        found = memo[word] = _word_ids(word)
+                    line_ids += found
+            ids += line_ids
+            weights += [times] * len(line_ids)
+        per_doc.append(len(ids) - before)
+    doc = np.repeat(np.arange(first_doc, first_doc + len(texts), dtype=np.int64), per_doc)
+    weight = np.asarray(weights, dtype=np.int64)
+    lengths = np.bincount(doc - first_doc, weights=weight, minlength=len(texts)).astype(np.int64)
+    pairs, inverse = np.unique((doc << 32) | np.asarray(ids, dtype=np.int64), return_inverse=True)
+    counts = np.bincount(inverse, weights=weight, minlength=len(pairs))
+    return (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32), counts, lengths
+
+
+def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """The vocabulary and the doc × term BM25 score matrix (CSC: data, indices,
+    indptr) that ``bm25s.BM25(**BM25_PARAMS).index(tokenize(texts))`` builds, score
+    for score (its float64 arithmetic, rounded to float32 as it does), counted with
+    numpy instead of per-token Python; term ids are numbered in another order
+    (bm25s numbers them in set order), which no search depends on."""
+    if _stemmer is None:
+        tokenize([])  # loads the stemmer and stop words
+    if len(_id_memo) >= _MEMO_LIMIT or len(_token_names) >= 4 * _MEMO_LIMIT:
+        _id_memo.clear()
+        _token_ids.clear()
+        _token_names.clear()
+    blocks = [_term_counts(texts[start:start + BUILD_BLOCK], start) for start in range(0, len(texts), BUILD_BLOCK)]
+    doc = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.int32)
+    token = np.concatenate([b[1] for b in blocks]) if blocks else np.empty(0, np.int32)
+    tf = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0)
+    lengths = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int64)
+    del blocks
+    names, term = np.unique(token, return_inverse=True)
+    del token
+    n_docs, n_terms = len(texts), len(names)
+    doc_freq = np.bincount(term, minlength=n_terms)
+    distinct, which = np.unique(doc_freq, return_inverse=True)
+    idf = np.array([math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
+                   dtype=np.float32)[which]
+    k1, b = BM25_PARAMS["k1"], BM25_PARAMS["b"]
+    doc_len = lengths[doc]
+    tfc = tf / (k1 * ((1 - b) + b * doc_len / lengths.mean()) + tf)
+    del doc_len
+    scores = (idf[term].astype(np.float64) * tfc).astype(np.float32)
+    del tfc
+    order = np.argsort(term, kind="stable")  # by term, documents in order within each
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(doc_freq, out=indptr[1:])
+    vocab = {_token_names[i]: position for position, i in enumerate(names.tolist())}
+    vocab.setdefault("", n_terms)  # bm25s's empty token, never queried
+    return vocab, scores[order], doc[order], indptr
 
 
 def _head(text: str, limit: int) -> str:
@@ -249,20 +352,11 @@ class Segment:
         return int(self.indptr[token_id + 1] - self.indptr[token_id])
 
     @classmethod
-    def build(cls, name: str, ids: Sequence[str], tokens: list[list[str]]) -> Segment:
-        import bm25s
-
-        retriever = bm25s.BM25(**BM25_PARAMS)
-        retriever.index(tokens, show_progress=False)
-        scores = retriever.scores
-        return cls(
-            name=name,
-            ids=np.asarray(ids, dtype="<U16"),
-            vocab=dict(retriever.vocab_dict),
-            data=np.asarray(scores["data"]),
-            indices=np.asarray(scores["indices"]),
-            indptr=np.asarray(scores["indptr"]),
-        )
+    def build(cls, name: str, ids: Sequence[str], texts: Sequence[str]) -> Segment:
+        """A segment over the documents ``texts`` of chunk ``ids``."""
+        vocab, data, indices, indptr = _bm25_matrix(texts)
+        return cls(name=name, ids=np.asarray(ids, dtype="<U16"), vocab=vocab, data=data, indices=indices,
+                   indptr=indptr)
 
     def save(self, folder: Path) -> None:
         tmp = folder.with_name(folder.name + ".tmp")
@@ -417,7 +511,7 @@ class LexicalIndex:
         memory (nothing is written)."""
         if not ids:
             return self
-        extra = Segment.build(f"transient-{uuid.uuid4().hex[:8]}", ids, tokenize(texts))
+        extra = Segment.build(f"transient-{uuid.uuid4().hex[:8]}", ids, texts)
         return LexicalIndex(None, [*self.segments, extra], self.table_version)
 
     # ------------------------------------------------------------------ writing
@@ -436,19 +530,19 @@ class LexicalIndex:
         assert self.folder is not None, "a transient index cannot be written"
         segments = list(self.segments)
         if ids:
-            segments.append(Segment.build(self._new_name(), ids, tokenize(texts)))
+            segments.append(Segment.build(self._new_name(), ids, texts))
         while len(segments) >= 2 and segments[-1].n_docs >= MERGE_RATIO * segments[-2].n_docs:
             older, newer = segments[-2], segments[-1]
             merged_ids = [str(i) for i in older.ids] + [str(i) for i in newer.ids]
             known = fetch_texts(merged_ids)
             keep = [i for i in dict.fromkeys(merged_ids) if i in known]
-            segments[-2:] = [Segment.build(self._new_name(), keep, tokenize([known[i] for i in keep]))]
+            segments[-2:] = [Segment.build(self._new_name(), keep, [known[i] for i in keep])]
         self._commit(segments, table_version)
 
     def rebuild(self, ids: Sequence[str], texts: Sequence[str], table_version: int) -> None:
         """One segment over the whole table (maintenance, or a tokenizer change)."""
         assert self.folder is not None
-        segments = [Segment.build(self._new_name(), ids, tokenize(texts))] if ids else []
+        segments = [Segment.build(self._new_name(), ids, texts)] if ids else []
         self._commit(segments, table_version)
 
     def mark_version(self, table_version: int) -> None:

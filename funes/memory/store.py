@@ -63,6 +63,9 @@ IDENTITY_KEYS = ("model_id", "revision", "dim")
 VECTOR_INDEX_MIN_ROWS = 25_000
 NPROBES = 20
 REFINE_FACTOR = 5
+# What the embedding backlog reads of a row, and how many rows it reads at a time.
+BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
+BACKLOG_PAGE = 4096
 # Every hit prints its session's first 8 characters: that much names a session.
 MIN_SESSION_PREFIX = 8
 
@@ -571,7 +574,8 @@ class MemoryWriter:
 
     def add_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray | None = None, *,
                    update_lexical: bool = True) -> list[str]:
-        """Insert the chunks the memory lacks (merge on id: nothing is stored twice).
+        """Insert the chunks the memory lacks (ids already stored, or repeated in
+        ``chunks``, are left out: nothing is stored twice).
 
         Returns the ids inserted.  With ``update_lexical`` the new chunks also get a
         BM25 segment at once; bulk callers defer that to :meth:`sync_lexical`."""
@@ -586,7 +590,9 @@ class MemoryWriter:
             return []
         rows = [chunks[i] for i in fresh]
         data = self._arrow_rows(rows, None if vectors is None else vectors[fresh])
-        self.table.merge_insert("id").when_not_matched_insert_all().execute(data, on_bad_vectors="null")
+        # A plain append: the ids were checked against every stored id above, under the
+        # writer lock, and a merge on id would read the whole id column at each commit.
+        self.table.add(data, on_bad_vectors="null")
         ids = [c.id for c in rows]
         known.update(ids)
         if update_lexical:
@@ -607,13 +613,8 @@ class MemoryWriter:
         schema = self.table.schema
         dim = schema.field("vector").type.list_size
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        columns: dict[str, Any] = {name: [] for name in ROW_COLUMNS}
-        for chunk in chunks:
-            for name in ROW_COLUMNS:
-                if name == "indexed_at":
-                    columns[name].append(now)
-                else:
-                    columns[name].append(getattr(chunk, name))
+        columns: dict[str, Any] = {name: [now] * len(chunks) if name == "indexed_at" else
+                                   [getattr(chunk, name) for chunk in chunks] for name in ROW_COLUMNS}
         if vectors is None:
             columns["vector"] = pa.nulls(len(chunks), pa.list_(pa.float32(), dim))
         else:
@@ -652,17 +653,39 @@ class MemoryWriter:
 
     # ------------------------------------------------------------------ vectors
     def backlog(self, limit: int, *, tiers: Sequence[int] | None = None) -> pa.Table:
-        """Up to ``limit`` rows still owed a vector (of ``tiers``, by default the
-        memory's :attr:`dense_tiers`): lowest tier first (what was said before tool
-        calls before tool output), newest first within a tier."""
+        """Up to ``limit`` rows still owed a vector (of ``tiers``, by default the memory's
+        :attr:`dense_tiers`), in :meth:`backlog_pages` order, at once."""
+        pages = list(self.backlog_pages(limit, tiers=tiers))
+        if pages:
+            return pa.concat_tables(pages)
+        return pa.schema([self.table.schema.field(c) for c in BACKLOG_COLUMNS]).empty_table()
+
+    def backlog_order(self, limit: int, *, tiers: Sequence[int] | None = None) -> list[str]:
+        """The ids of up to ``limit`` rows still owed a vector (of ``tiers``, by default
+        the memory's :attr:`dense_tiers`): lowest tier first (what
+        was said before tool calls before tool output), newest first within a tier."""
         where = awaiting_vector_sql(self.dense_tiers if tiers is None else tiers)
-        table = self.table.search().where(where).select(["id", "text", "tier", "ts", "tool_name", "block_type",
-                                                         "harness", "session_id"]).limit(None).to_arrow()
+        table = self._scan(["id", "tier", "ts"], where)
         if table.num_rows == 0:
-            return table
+            return []
         order = np.lexsort((np.array([-_ts_key(t) for t in table.column("ts").to_pylist()]),
                             table.column("tier").to_numpy(zero_copy_only=False)))
-        return table.take(order[:limit])
+        return table.column("id").take(order[:limit]).to_pylist()
+
+    def backlog_pages(self, limit: int, *, tiers: Sequence[int] | None = None,
+                      page: int = BACKLOG_PAGE) -> Iterator[pa.Table]:
+        """The rows of :meth:`backlog_order` (:data:`BACKLOG_COLUMNS`), ``page`` at a
+        time: only the ids of the whole backlog are held, never all its text (a first
+        index leaves every row pending: a million rows' text is over half a GB)."""
+        return self.rows_in_pages(self.backlog_order(limit, tiers=tiers), page=page)
+
+    def rows_in_pages(self, ids: Sequence[str], *, page: int = BACKLOG_PAGE) -> Iterator[pa.Table]:
+        """:data:`BACKLOG_COLUMNS` of the rows ``ids``, in their order, ``page`` at a time."""
+        for start in range(0, len(ids), page):
+            wanted = ids[start:start + page]
+            rows = self._scan(BACKLOG_COLUMNS, sql_in("id", wanted))
+            position = {chunk_id: i for i, chunk_id in enumerate(wanted)}
+            yield rows.take(np.argsort([position[i] for i in rows.column("id").to_pylist()], kind="stable"))
 
     @property
     def dense_tiers(self) -> tuple[int, ...]:

@@ -1,0 +1,112 @@
+"""A bulk index parses, chunks and redacts in worker processes: the same memory as
+one process, unreadable units reported as before, and no worker outlives it."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_helpers import make_agent_home
+
+
+def _index(units, funes_home: Path, workers: int):
+    from funes.embedding import IDENTITY
+    from funes.indexing import index_units
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory, MemoryWriter
+
+    os.environ["FUNES_HOME"] = str(funes_home)
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        report = index_units(writer, units, workers=workers)
+    memory = Memory.open(local_memory())
+    rows = memory.scan(["id", "text", "session_id", "seq", "tier"]).to_pylist()
+    return report, sorted(rows, key=lambda r: r["id"]), memory
+
+
+def test_workers_store_what_one_process_stores_and_report_bad_units_alike(isolated_env, monkeypatch):
+    from funes import indexing
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    units = discover()
+    gone = next(u for u in units if u.harness == "pi")
+    gone.path.unlink()  # found, then unreadable when parsed: counted, named, retried next run
+    monkeypatch.setattr(indexing, "POOL_BYTES_PER_WORKER", 1)  # every unit set pays for a pool here
+    pooled, pooled_rows, pooled_memory = _index(units, isolated_env / "pooled", workers=2)
+    alone, alone_rows, alone_memory = _index(units, isolated_env / "alone", workers=1)
+    assert pooled.workers == 2 and alone.workers == 0
+    assert pooled_rows == alone_rows and len(pooled_rows) > 100
+    assert pooled.errors == alone.errors and str(gone.path) in pooled.errors[0]
+    assert pooled.per_session[gone.key].error
+    assert {k: (s.chunks, s.chunks_added, s.turns, s.error) for k, s in pooled.per_session.items()} == \
+           {k: (s.chunks, s.chunks_added, s.turns, s.error) for k, s in alone.per_session.items()}
+    assert [w.message for w in pooled.warnings] == [w.message for w in alone.warnings]
+    for query in ("container build failed", "session transcript", "docker compose"):
+        assert pooled_memory.lexical().search(query, 10) == alone_memory.lexical().search(query, 10)
+    assert pooled.peak_rss_bytes > 50_000_000
+
+
+def test_a_small_increment_starts_no_worker(isolated_env):
+    from funes.indexing import pool_size
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    units = discover()
+    assert sum(u.path.stat().st_size for u in units) < 16_000_000
+    assert pool_size(units, 16) == 1
+
+
+INDEX_IN_WORKERS = textwrap.dedent("""
+    import os, sys
+    from funes import indexing
+    from funes.embedding import IDENTITY
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+    from funes.traces import discover
+    indexing.POOL_BYTES_PER_WORKER = 1
+    with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
+        units = discover()
+        def slow(stage, advance, total):  # keeps the index running while the test kills it
+            import time; time.sleep(0.5)
+        indexing.index_units(writer, units, workers=2, progress=slow)
+""")
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found.update(int(p) for p in task.read_text().split())
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_index_leaves_no_worker_and_the_rerun_completes_it(isolated_env):
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    make_agent_home(isolated_env)
+    process = subprocess.Popen([sys.executable, "-c", INDEX_IN_WORKERS], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2 and process.poll() is None:
+        workers = _children(process.pid)
+        time.sleep(0.2)
+    assert len(workers) >= 2, process.stderr.read() if process.poll() is not None else "no workers started"
+    os.kill(process.pid, signal.SIGKILL)  # the parent alone: its workers must not outlive it
+    process.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.2)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "a worker outlived the index"
+    rerun = subprocess.run([sys.executable, "-m", "funes.cli", "index", "--yes"], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "FUNES_INDEX_EMBED_S": "0"})
+    assert rerun.returncode == 0, rerun.stderr
+    ids = Memory.open(local_memory()).scan(["id"]).column("id").to_pylist()
+    assert len(ids) == len(set(ids)), "a chunk was stored twice"
