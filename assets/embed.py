@@ -27,8 +27,8 @@ def chunk_embeddings(
     for key, item in redacted_chunks.items():
         out[key] = embed_stage([item], known, embedder.embedder(), tiers) if item is not None and item.chunks else {}
         if item is not None:
-            tiers = tiers_embedded(item.chunks, out[key].keys())
-            context.add_asset_metadata({"embedded": sum(tiers.values()), "embedded_by_tier": by_tier(tiers)},
+            embedded = tiers_embedded(item.chunks, out[key].keys())
+            context.add_asset_metadata({"embedded": sum(embedded.values()), "embedded_by_tier": by_tier(embedded)},
                                        partition_key=key)
     return out
 
