@@ -3,7 +3,9 @@
 ``make_history``: copies of the real fixture transcripts (Claude, pi, Codex) under a
 HOME, the way each agent stores its sessions; each copy gets a new session id
 (Claude: the file name; pi: the header id; Codex: the session_meta id), so every
-copy yields distinct chunk ids.  Indexing and recall benchmarks use it.
+copy yields distinct chunk ids.  Indexing and recall benchmarks use it; with
+``days_apart`` every copy's timestamps move back that many days more than the
+copy before it, so sessions have distinct dates spread over a long history.
 
 ``make_agent_history``: a history in any agent's format (FORMATS), for parse
 throughput per format: copies of the real transcripts for Claude and pi, and for
@@ -15,11 +17,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
-import shutil
+import re
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
@@ -33,8 +35,8 @@ PI = ["pi_large_session_v1.jsonl", "pi_session.jsonl"]
 CODEX = ["codex_session.jsonl"]
 
 
-def _with_new_id(path: Path, kind: str, new_id: str) -> str:
-    lines = path.read_text(encoding="utf-8").splitlines()
+def _with_new_id(text: str, kind: str, new_id: str) -> str:
+    lines = text.splitlines()
     first = json.loads(lines[0])
     if kind == "pi":
         first["id"] = new_id
@@ -43,41 +45,58 @@ def _with_new_id(path: Path, kind: str, new_id: str) -> str:
     return "\n".join([json.dumps(first), *lines[1:]]) + "\n"
 
 
-def make_history(home: Path, target_bytes: int, seed: int = 0, only: str | None = None) -> tuple[int, int]:
+# An ISO-8601 UTC timestamp as the transcripts write them, a JSON string ("...Z").
+_ISO_TS = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)((?:\.\d+)?Z)"')
+
+
+def _moved_back(text: str, days: float) -> str:
+    """``text`` with every ISO timestamp string ``days`` earlier (fraction and format kept)."""
+    if not days:
+        return text
+    delta = timedelta(seconds=round(days * 86_400))
+
+    def earlier(match: re.Match) -> str:
+        moved = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S") - delta
+        return f'"{moved:%Y-%m-%dT%H:%M:%S}{match.group(2)}"'
+    return _ISO_TS.sub(earlier, text)
+
+
+def make_history(home: Path, target_bytes: int, seed: int = 0, only: str | None = None,
+                 days_apart: float = 0.0) -> tuple[int, int]:
     """Fill ``home`` with copies until ``target_bytes`` (of one agent's transcripts
-    when ``only`` names it); returns (files, bytes)."""
+    when ``only`` names it), copy ``n`` dated ``n * days_apart`` days before the
+    fixtures; returns (files, bytes)."""
     rng = uuid.UUID(int=seed)
+    sources = {name: (FIXTURES / name).read_bytes().decode("utf-8") for name in (*CLAUDE, *PI, *CODEX)}
     files = written = 0
     copy = 0
+
+    def write(target: Path, text: str) -> None:
+        nonlocal files, written
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_moved_back(text, copy * days_apart).encode("utf-8"))
+        written += target.stat().st_size
+        files += 1
+
     while written < target_bytes:
         for name in CLAUDE if only in (None, "claude") else ():
             session = str(uuid.uuid5(rng, f"claude-{copy}-{name}"))
-            target = home / ".claude" / "projects" / f"-synthetic-proj{copy % 25}" / f"{session}.jsonl"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(FIXTURES / name, target)
-            written += target.stat().st_size
-            files += 1
+            write(home / ".claude" / "projects" / f"-synthetic-proj{copy % 25}" / f"{session}.jsonl", sources[name])
         for name in PI if only in (None, "pi") else ():
             session = str(uuid.uuid5(rng, f"pi-{copy}-{name}"))
-            target = home / ".pi" / "agent" / "sessions" / f"--synthetic-proj{copy % 25}--" / f"2026-01-01T00-00-00-000Z_{session}.jsonl"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(_with_new_id(FIXTURES / name, "pi", session), encoding="utf-8")
-            written += target.stat().st_size
-            files += 1
+            write(home / ".pi" / "agent" / "sessions" / f"--synthetic-proj{copy % 25}--"
+                  / f"2026-01-01T00-00-00-000Z_{session}.jsonl", _with_new_id(sources[name], "pi", session))
         for name in CODEX if only in (None, "codex") else ():
             session = str(uuid.uuid5(rng, f"codex-{copy}-{name}"))
-            target = home / ".codex" / "sessions" / "2026" / "01" / "01" / f"rollout-2026-01-01T00-00-00-{session}.jsonl"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(_with_new_id(FIXTURES / name, "codex", session), encoding="utf-8")
-            written += target.stat().st_size
-            files += 1
+            write(home / ".codex" / "sessions" / "2026" / "01" / "01" / f"rollout-2026-01-01T00-00-00-{session}.jsonl",
+                  _with_new_id(sources[name], "codex", session))
         copy += 1
     return files, written
 
 
-def make_history_of_chunks(home: Path, chunks: int) -> tuple[int, int]:
-    """A history that indexes into about ``chunks`` chunks."""
-    return make_history(home, int(chunks / CHUNKS_PER_MB * 1e6))
+def make_history_of_chunks(home: Path, chunks: int, days_apart: float = 0.0) -> tuple[int, int]:
+    """A history that indexes into about ``chunks`` chunks (``days_apart``: as make_history)."""
+    return make_history(home, int(chunks / CHUNKS_PER_MB * 1e6), days_apart=days_apart)
 
 
 # --------------------------------------------------------------------------- per agent format
