@@ -1,0 +1,542 @@
+"""Day zero: a big history indexed from scratch the way a user first runs it, watched
+from outside: when every chunk is found by keyword, how fast vectors follow (by
+tier), recall latency while the indexer runs and after it stops (a cold `funes
+recall` process and a warm `funes mcp` server), and the indexer's resident memory.
+
+    nice -n 10 .venv/bin/python benchmarks/day_zero.py --chunks 30000 --embed-minutes 2     # a check
+    nice -n 10 .venv/bin/python benchmarks/day_zero.py --chunks 300000 --embed-minutes 10 --write
+    nice -n 10 .venv/bin/python benchmarks/day_zero.py --chunks 1000000 --embed-minutes 5 --write
+    .venv/bin/python benchmarks/day_zero.py --report-only --write   # the section again from the stored runs
+
+Goals (issue 14, 2-core CPU): the planted word found ≤ 30 s at 300k chunks, ≤ 2 min at
+1M; ≥ 150 chunks/s embedded; text + thinking fully embedded ≤ 10 min; cold recall ≤ 1 s
+while indexing, ≤ 0.8 s after; the index process ≤ 2 GB resident at 1M chunks.
+
+The history (benchmarks/synthetic.py: copies of the real fixture transcripts, each
+copy dated a day before the previous one) is built once under benchmarks/.work/ and
+reused; a rare word is appended, as a user message, to the 5 sessions whose first
+timestamp is oldest.  `funes index --yes` then runs in a fresh FUNES_HOME with HOME
+at the history.  `--yes` embeds everything, so the cap is Ctrl-C: `--embed-minutes`
+after the word was first found, the indexer's process group gets SIGINT, as a
+terminal sends it; the run checks it exits and that the next `funes status` holds
+every row.  Meanwhile, from this process: a cold `funes recall --json <word>` back
+to back until it returns all 5 sessions ("lexical ready": when that answer was
+printed, seconds from the indexer's start); every `--poll-s` seconds `funes status
+--json` (chunks, embedded, pending by tier), a cold `funes recall "<question>"`
+and a `recall` call to one `funes mcp` server (the real MCP client over stdio,
+started before the indexer); every 0.5 s the RSS of the indexer and its children
+(/proc VmRSS, VmHWM).  Tier totals and characters per tier come from the Lance
+table itself, read-only, once the indexer has stopped (status reports what is
+pending by tier, not the totals).  These probes share the cores with the indexer,
+as a user's agent would.  Each run is stored in benchmarks/.work/day-zero/runs.json;
+`--write` renders every stored run into the `## Day zero` section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from parse_throughput import WORK  # noqa: E402
+from recall_latency import QUERIES  # noqa: E402
+from report import REPO, machine, percentiles, write_section  # noqa: E402
+from synthetic import make_history_of_chunks  # noqa: E402
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+RUNS = WORK / "day-zero" / "runs.json"
+PLANTED_WORD = "quetzalfjord"  # in no fixture transcript
+PLANTED_SESSIONS = 5
+TIER_LABELS = {1: "text + thinking", 2: "tool calls", 3: "tool output"}
+_TIMESTAMP = re.compile(r'"timestamp":\s*"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+# --------------------------------------------------------------------------- the history
+
+def build_history(chunks: int) -> tuple[Path, list[str]]:
+    """HOME of a history of about ``chunks`` chunks with the planted word in its 5
+    oldest sessions (built once, reused); returns it and those sessions' ids."""
+    home = WORK / f"day-zero-{chunks // 1000}k-home"
+    marker = home / "planted.json"
+    if marker.exists():
+        return home, json.loads(marker.read_text())
+    if home.exists():
+        subprocess.run(["rm", "-rf", str(home)], check=True)  # a build that did not finish
+    started = time.perf_counter()
+    files, written = make_history_of_chunks(home, chunks, days_apart=1.0)
+    print(f"day-zero: {files} transcripts, {written / 1e6:.0f} MB in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    planted = plant(home)
+    marker.write_text(json.dumps(planted))
+    return home, planted
+
+
+def plant(home: Path) -> list[str]:
+    """Append a user message naming PLANTED_WORD to the sessions whose first
+    timestamp is oldest; returns their ids."""
+    first_seen = []
+    for path in home.rglob("*.jsonl"):
+        stamps = _TIMESTAMP.findall(path.read_text(encoding="utf-8"))
+        if stamps:
+            first_seen.append((min(stamps), path))
+    oldest = sorted(first_seen)[:PLANTED_SESSIONS]
+    for _, path in oldest:
+        if ".claude" not in path.parts:  # with copies a day apart the oldest are Claude sessions
+            raise SystemExit(f"day-zero: the planted word is written as a Claude message, not into {path}")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        last_uuid = next((u for line in reversed(lines) if (u := json.loads(line).get("uuid"))), None)
+        last = datetime.strptime(max(_TIMESTAMP.findall("\n".join(lines)))[:19], "%Y-%m-%dT%H:%M:%S")
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({
+                "type": "user", "uuid": f"day-zero-planted-{path.stem}", "parentUuid": last_uuid,
+                "sessionId": path.stem, "timestamp": f"{last + timedelta(minutes=1):%Y-%m-%dT%H:%M:%S}.000Z",
+                "message": {"role": "user", "content": f"remember the {PLANTED_WORD} flag: staging needs it set "
+                                                       "before the migration runs"}}) + "\n")
+    return [path.stem for _, path in oldest]
+
+
+# --------------------------------------------------------------------------- watching the indexer
+
+@dataclass
+class Memory:
+    """RSS of a process tree, sampled every 0.5 s until its root exits."""
+    root: int
+    peak_sum_kb: int = 0
+    peak_hwm_kb: dict[int, int] = field(default_factory=dict)
+    most_processes: int = 0
+    rss_now_kb: int = 0
+
+    def tree(self) -> list[int]:
+        pids, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            pids.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                try:
+                    todo += [int(child) for child in task.read_text().split()]
+                except OSError:
+                    pass
+        return pids
+
+    def sample(self) -> None:
+        total, alive = 0, 0
+        for pid in self.tree():
+            try:
+                fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+            except (OSError, ValueError):
+                continue
+            if "VmRSS" not in fields:  # a zombie
+                continue
+            alive += 1
+            total += int(fields["VmRSS"].split()[0])
+            self.peak_hwm_kb[pid] = max(self.peak_hwm_kb.get(pid, 0), int(fields["VmHWM"].split()[0]))
+        self.rss_now_kb = total
+        self.peak_sum_kb = max(self.peak_sum_kb, total)
+        self.most_processes = max(self.most_processes, alive)
+
+
+@dataclass
+class Run:
+    args: argparse.Namespace
+    home: Path
+    planted: list[str]
+    funes_home: Path
+    t0: float = 0.0
+    probes: list[dict] = field(default_factory=list)
+    polls: list[dict] = field(default_factory=list)
+    ready_s: float | None = None
+    sigint_s: float | None = None
+    exited_s: float | None = None
+    exit_code: int | None = None
+    max_rss_kb: int = 0  # ru_maxrss from wait4: the largest of the indexer and its reaped children
+    query_turn: int = 0
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "HOME": str(self.home), "FUNES_HOME": str(self.funes_home)}
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def question(self) -> str:
+        self.query_turn += 1
+        return QUERIES[self.query_turn % len(QUERIES)]
+
+    def funes(self, *args: str) -> tuple[float, subprocess.CompletedProcess]:
+        started = time.perf_counter()
+        done = subprocess.run([*FUNES, *args], env=self.env, capture_output=True, text=True)
+        return time.perf_counter() - started, done
+
+
+def _text(result) -> str:
+    return "\n".join(part.text for part in result.content if part.type == "text")
+
+
+async def watch(run: Run) -> dict:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from funes.retrieval.status import TIER_NAMES
+
+    async def cold(*args: str) -> tuple[float, subprocess.CompletedProcess]:
+        return await anyio.to_thread.run_sync(lambda: run.funes(*args))
+
+    async def warm(session: ClientSession) -> tuple[float, bool]:
+        started = time.perf_counter()
+        result = await session.call_tool("recall", {"query": run.question()})
+        return time.perf_counter() - started, not result.is_error and _text(result).startswith("[")
+
+    async def status() -> dict | None:
+        seconds, done = await cold("status", "--json")
+        if done.returncode:
+            return None
+        full = json.loads(done.stdout)
+        # Status names the tiers ("text", "tool_use", "tool_result"); kept here by number.
+        tier_of = {name: str(tier) for tier, name in TIER_NAMES.items()}
+        pending = {tier_of.get(name, name): n for name, n in (full.get("pending_by_tier") or {}).items()}
+        return {"chunks": full.get("chunks"), "embedded": full.get("embedded"), "pending_by_tier": pending,
+                "damage": full.get("damage"), "seconds": seconds}
+
+    server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=run.env)
+    log = (WORK / "day-zero" / f"index-{run.args.chunks // 1000}k.log").open("w")
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env=run.env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        run.t0 = time.monotonic()
+        memory = Memory(indexer.pid)
+
+        def reap() -> None:
+            _, wait_status, usage = os.wait4(indexer.pid, 0)
+            run.exited_s = run.elapsed()
+            run.exit_code = indexer.returncode = os.waitstatus_to_exitcode(wait_status)
+            run.max_rss_kb = usage.ru_maxrss
+
+        def sample() -> None:
+            while run.exited_s is None:
+                memory.sample()
+                time.sleep(0.5)
+
+        reaper = threading.Thread(target=reap, daemon=True)
+        reaper.start()
+        threading.Thread(target=sample, daemon=True).start()
+
+        async def stop_when_due() -> None:
+            while run.exited_s is None:
+                if run.sigint_s is None:
+                    cap = (run.ready_s + run.args.embed_minutes * 60 if run.ready_s is not None
+                           else run.args.ready_timeout_minutes * 60)
+                    if run.elapsed() >= cap:
+                        os.killpg(indexer.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+                        run.sigint_s = run.elapsed()
+                        print(f"day-zero: SIGINT at {run.sigint_s:.0f} s", file=sys.stderr)
+                elif run.elapsed() - run.sigint_s > 120:
+                    os.killpg(indexer.pid, signal.SIGKILL)
+                await anyio.sleep(0.5)
+
+        async def probe_until_ready() -> None:
+            while run.ready_s is None and run.exited_s is None:
+                begun = run.elapsed()
+                _, done = await cold("recall", "--json", "-k", "10", PLANTED_WORD)
+                hits = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+                found = sorted({h["session_id"] for h in hits} & set(run.planted))
+                run.probes.append({"begun_s": begun, "answered_s": run.elapsed(), "found": len(found),
+                                   "exit": done.returncode})
+                if len(found) == len(run.planted):
+                    run.ready_s = run.elapsed()
+                    print(f"day-zero: lexical ready at {run.ready_s:.1f} s (that probe began at {begun:.1f} s)",
+                          file=sys.stderr)
+                else:
+                    await anyio.sleep(run.args.probe_s)
+
+        async def poll_until_exit() -> None:
+            next_poll = 0.0
+            while run.exited_s is None:
+                await anyio.sleep(max(0.0, next_poll - run.elapsed()))
+                next_poll += run.args.poll_s
+                poll = {"t_s": run.elapsed(), "load": os.getloadavg()[0], "rss_kb": memory.rss_now_kb}
+                poll["status"] = await status()
+                seconds, done = await cold("recall", run.question())
+                poll["cold_s"], poll["cold_ok"] = seconds, done.returncode == 0 and done.stdout.startswith("[")
+                poll["warm_s"], poll["warm_ok"] = await warm(session)
+                run.polls.append(poll)
+                s = poll["status"] or {}
+                print(f"day-zero: {poll['t_s']:6.0f} s  chunks {s.get('chunks') or 0:>8,}  embedded "
+                      f"{s.get('embedded') or 0:>7,}  status {s.get('seconds', 0):.2f} s  cold {poll['cold_s']:.2f} s  "
+                      f"warm {poll['warm_s']:.2f} s  rss {memory.rss_now_kb / 1024:.0f} MiB  load {poll['load']:.1f}",
+                      file=sys.stderr)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(stop_when_due)
+            tasks.start_soon(probe_until_ready)
+            tasks.start_soon(poll_until_exit)
+        reaper.join()
+        log.close()
+        print(f"day-zero: indexer exited {run.exit_code} at {run.exited_s:.0f} s", file=sys.stderr)
+        after = await status()
+        cold_after, warm_after = [], []
+        for _ in range(run.args.cold_runs):
+            seconds, done = await cold("recall", run.question())
+            if done.returncode == 0:
+                cold_after.append(seconds)
+        for _ in range(run.args.warm_calls):
+            seconds, ok = await warm(session)
+            if ok:
+                warm_after.append(seconds)
+    return {"after": after, "cold_after": cold_after, "warm_after": warm_after,
+            "peak_sum_kb": memory.peak_sum_kb, "peak_single_kb": max(memory.peak_hwm_kb.values(), default=0),
+            "processes": memory.most_processes}
+
+
+def tiers_in_table(funes_home: Path) -> dict[int, dict[str, int]]:
+    """Rows and characters per tier, all and with a vector, read from the Lance
+    table directly (read-only)."""
+    import lance
+    import pyarrow.compute as pc
+
+    dataset = lance.dataset(str(funes_home / "memory" / "chunks.lance"))
+    out: dict[int, dict[str, int]] = {}
+    for key, where in (("", None), ("embedded_", "vector IS NOT NULL")):
+        for batch in dataset.to_batches(columns=["tier", "text"], filter=where, batch_size=65_536):
+            lengths = pc.utf8_length(batch.column("text"))
+            for tier in set(batch.column("tier").to_pylist()):
+                mask = pc.equal(batch.column("tier"), tier)
+                counts = out.setdefault(int(tier), {"rows": 0, "chars": 0, "embedded_rows": 0, "embedded_chars": 0})
+                counts[f"{key}rows"] += pc.sum(pc.cast(mask, "int64")).as_py()
+                counts[f"{key}chars"] += pc.sum(pc.filter(lengths, mask)).as_py() or 0
+    return dict(sorted(out.items()))
+
+
+def measure(args: argparse.Namespace) -> dict:
+    import anyio
+
+    home, planted = build_history(args.chunks)
+    funes_home = WORK / "day-zero" / f"funes-{args.chunks // 1000}k"
+    subprocess.run(["rm", "-rf", str(funes_home)], check=True)
+    run = Run(args, home, planted, funes_home)
+    started_at, uptime_start = now(), uptime()
+    watched = anyio.run(watch, run)
+    tiers = tiers_in_table(funes_home)
+    log_tail = (WORK / "day-zero" / f"index-{args.chunks // 1000}k.log").read_text(errors="replace").strip()
+    return {"chunks_target": args.chunks, "commit": commit(), "label": args.label or commit(), "started": started_at,
+            "machine": machine(), "uptime_start": uptime_start, "uptime_end": uptime(),
+            "command": " ".join(["nice -n 10 .venv/bin/python benchmarks/day_zero.py", *sys.argv[1:]]),
+            "embed_minutes": args.embed_minutes, "history_mb": sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6,
+            "ready_s": run.ready_s, "probes": run.probes, "polls": run.polls, "sigint_s": run.sigint_s,
+            "exited_s": run.exited_s, "exit_code": run.exit_code, "max_rss_kb": run.max_rss_kb, "tiers": tiers,
+            "indexer_said": log_tail.splitlines()[-1] if log_tail else "",
+            **watched}
+
+
+def commit() -> str:
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+# --------------------------------------------------------------------------- figures
+
+def summary(r: dict) -> dict:
+    """The issue's figures from one stored run."""
+    polls = [p for p in r["polls"] if p["status"]]
+    final = r["after"] or {}
+    chunks = final.get("chunks", 0)
+    totals = {t: v["rows"] for t, v in ((int(k), v) for k, v in r["tiers"].items())}
+    stopped = r["sigint_s"] or r["exited_s"]
+    out: dict = {"chunks": chunks, "ready_s": r["ready_s"]}
+    last_false = [p["begun_s"] for p in r["probes"] if p["found"] < PLANTED_SESSIONS]
+    out["ready_after_s"] = last_false[-1] if last_false else None
+    # Nothing lost to Ctrl-C: every row seen while it ran is still there, vectors included.
+    out["kept_rows"] = bool(final) and chunks >= max((p["status"]["chunks"] for p in polls), default=0) and \
+        final.get("embedded", 0) >= max((p["status"]["embedded"] for p in polls), default=0) and \
+        final.get("damage") is None
+    vectored = [p for p in polls if p["status"]["embedded"] > 0]
+    first = vectored[0] if vectored else None
+    out["embed_began_s"] = first["t_s"] if first else None
+    if first:
+        window = [p for p in vectored if p["t_s"] <= first["t_s"] + 180]
+        span = window[-1]["t_s"] - first["t_s"]
+        out["first_minutes_rate"] = (window[-1]["status"]["embedded"] - first["status"]["embedded"]) / span if span else None
+        out["first_minutes_span_s"] = span
+    embed_s = (stopped - first["t_s"]) if first else 0
+    embedded = final.get("embedded", 0)
+    out["mean_rate"] = (embedded - first["status"]["embedded"]) / embed_s if first and embed_s > 0 else None
+    # Tier 1 (text + thinking) done: the first poll with none of it pending, else extrapolated
+    # from the rate tier 1 was embedded at (it goes first, so every vector so far is tier 1's).
+    pending = {int(k): v for k, v in final.get("pending_by_tier", {}).items()}
+    done_1 = next((p["t_s"] for p in polls if p["status"]["chunks"] == chunks
+                   and not p["status"]["pending_by_tier"].get("1")), None)
+    if done_1 is not None:
+        out["tier1_done_s"], out["tier1_extrapolated"] = done_1, False
+    elif first and embed_s > 0 and totals.get(1):
+        rate_1 = (totals[1] - pending.get(1, 0)) / embed_s
+        out["tier1_done_s"] = first["t_s"] + totals[1] / rate_1 if rate_1 else None
+        out["tier1_extrapolated"] = True
+    # Everything: extrapolated in characters (a tool output chunk is longer than a reply).
+    chars = sum(v["chars"] for v in r["tiers"].values())
+    embedded_chars = sum(v["embedded_chars"] for v in r["tiers"].values())
+    if embedded_chars < chars and first and embed_s > 0 and embedded_chars:
+        out["all_done_s"] = first["t_s"] + chars / (embedded_chars / embed_s)
+        out["all_extrapolated"] = True
+    elif embedded_chars == chars and chars:
+        out["all_done_s"], out["all_extrapolated"] = r["exited_s"], False
+    during = [p for p in polls if r["ready_s"] is not None and p["t_s"] >= r["ready_s"] and p["t_s"] < stopped]
+    out["cold_during"] = percentiles([p["cold_s"] for p in during if p["cold_ok"]]) if any(p["cold_ok"] for p in during) else None
+    out["warm_during"] = percentiles([p["warm_s"] for p in during if p["warm_ok"]]) if any(p["warm_ok"] for p in during) else None
+    out["cold_after"] = percentiles(r["cold_after"]) if r["cold_after"] else None
+    out["warm_after"] = percentiles(r["warm_after"]) if r["warm_after"] else None
+    loads = [p["load"] for p in r["polls"]]
+    out["load"] = (min(loads), max(loads)) if loads else None
+    return out
+
+
+def _s(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _ms(figures: dict | None) -> str:
+    return "—" if not figures else f"{figures['p50_ms'] / 1000:.2f} / {figures['p95_ms'] / 1000:.2f} s"
+
+
+def coverage_table(r: dict) -> list[str]:
+    totals = {int(k): v["rows"] for k, v in r["tiers"].items()}
+    tiers = sorted(totals)
+    final_chunks = (r["after"] or {}).get("chunks", 0)
+    lines = [f"| minute | chunks stored | {' | '.join(f'tier {t} ({TIER_LABELS.get(t, t)}) %' for t in tiers)} | "
+             "vectors/s since the row before | load (1 min) |",
+             "| --- | --- |" + " --- |" * len(tiers) + " --- | --- |"]
+    polls = [p for p in r["polls"] if p["status"]]
+    previous = None
+    minute = 1
+    while polls and minute * 60 <= polls[-1]["t_s"] + r.get("poll_s", 15):
+        at = [p for p in polls if p["t_s"] <= minute * 60]
+        minute += 1
+        if not at or at[-1] is previous:
+            continue
+        p = at[-1]
+        s = p["status"]
+        if s["chunks"] < final_chunks:
+            cells = ["(lexical pass)"] * len(tiers)
+        else:
+            cells = [f"{100 * (totals[t] - s['pending_by_tier'].get(str(t), 0)) / totals[t]:.1f}" for t in tiers]
+        rate = "—" if previous is None else \
+            f"{(s['embedded'] - previous['status']['embedded']) / (p['t_s'] - previous['t_s']):.0f}"
+        lines.append(f"| {p['t_s'] / 60:.1f} | {s['chunks']:,} | {' | '.join(cells)} | {rate} | {p['load']:.1f} |")
+        previous = p
+    return lines
+
+
+def section(runs: list[dict]) -> str:
+    runs = sorted(runs, key=lambda r: (r["chunks_target"], r["started"]))
+    sums = [summary(r) for r in runs]
+    heads = [f"{r['chunks_target'] // 1000}k, {r['label']} ({r['started'][:16]}Z)" for r in runs]
+
+    def rate(value: float | None) -> str:
+        return "—" if value is None else f"{value:.0f}"
+
+    def done(s: dict, key: str) -> str:
+        if s.get(key) is None:
+            return "—"
+        return _s(s[key]) + (" (extrapolated)" if s.get(key.replace("done_s", "extrapolated")) else "")
+
+    rows = [
+        ("chunks stored", "", [f"{s['chunks']:,}" for s in sums]),
+        ("planted word found by a cold `funes recall` (lexical ready)", "≤ 30 s at 300k; ≤ 2 min at 1M",
+         [f"{_s(s['ready_s'])} (not at {_s(s['ready_after_s'])})" if s["ready_s"] else "never" for s in sums]),
+        ("vectors/s, first 3 minutes of embedding", "≥ 150",
+         [f"{rate(s.get('first_minutes_rate'))} (mean to the stop: {rate(s.get('mean_rate'))})" for s in sums]),
+        ("tier 1 (text + thinking) fully embedded", "≤ 10 min", [done(s, "tier1_done_s") for s in sums]),
+        ("every tier embedded (in characters)", "≤ 30 min for what helps recall", [done(s, "all_done_s") for s in sums]),
+        ("cold `funes recall` p50 / p95 while indexing", "≤ 1 s", [_ms(s["cold_during"]) for s in sums]),
+        ("cold `funes recall` p50 / p95 after it stops", "≤ 0.8 s", [_ms(s["cold_after"]) for s in sums]),
+        ("warm MCP `recall` p50 / p95 while indexing", "measured", [_ms(s["warm_during"]) for s in sums]),
+        ("warm MCP `recall` p50 / p95 after", "measured", [_ms(s["warm_after"]) for s in sums]),
+        ("peak RSS of the index process tree (sum) / largest process", "≤ 2 GB at 1M",
+         [f"{r['peak_sum_kb'] / 1024 ** 2:.2f} / {max(r['peak_single_kb'], r['max_rss_kb']) / 1024 ** 2:.2f} GiB "
+          f"({r['processes']} process(es))" for r in runs]),
+        ("Ctrl-C: exit code, seconds to exit, rows kept", "clean, nothing lost",
+         [("ran to the end" if r["sigint_s"] is None else
+           f"{r['exit_code']}, {r['exited_s'] - r['sigint_s']:.1f} s") + (", all kept" if s["kept_rows"] else ", ROWS LOST")
+          for r, s in zip(runs, sums, strict=True)]),
+        ("load average (1 min) over the run, min–max", "", [f"{s['load'][0]:.1f}–{s['load'][1]:.1f}" if s["load"] else "—"
+                                                          for s in sums]),
+    ]
+    table = ["| what | goal | " + " | ".join(heads) + " |", "| --- | --- |" + " --- |" * len(runs)]
+    table += [f"| {what} | {goal} | " + " | ".join(cells) + " |" for what, goal, cells in rows]
+    parts = [
+        "`benchmarks/day_zero.py` — a synthetic history of copies of the real fixture transcripts (each copy dated"
+        f" a day earlier), a rare word planted in its {PLANTED_SESSIONS} oldest sessions, `funes index --yes` in a"
+        " fresh FUNES_HOME, stopped with SIGINT (Ctrl-C) `--embed-minutes` after the word was first found; probes"
+        " from a separate process meanwhile (module docstring: what each figure is). \"Lexical ready\" is when the"
+        " first cold `funes recall` that returned all planted sessions printed its answer (the probe before it, begun"
+        " at the time in brackets, did not); the probes run back to back, so they take a core from the indexer."
+        " Rates come from `funes status --json` every poll; tier totals and characters from the Lance table read"
+        " directly after the stop; \"extrapolated\" figures divide what was left by the rate measured up to the stop"
+        " (tier 1 in chunks, every tier in characters). Peak RSS: the largest sampled sum of VmRSS over the"
+        " indexer's process tree every 0.5 s, and the largest VmHWM of one process.", "",
+        f"Machine: {runs[-1]['machine']}.", "", *table, ""]
+    for r in runs:
+        parts += [f"### {r['chunks_target'] // 1000}k chunks, {r['label']}", "",
+                  f"`{r['command']}` at {r['started']} on commit {r['commit']}: {r['history_mb']:.0f} MB of transcripts."
+                  f" `uptime` at the start: {r['uptime_start']}; at the end: {r['uptime_end']}.", "",
+                  "Vectors over time (from `funes status --json`; tier % of that tier's rows):", "",
+                  *coverage_table(r), ""]
+    return "\n".join(parts)
+
+
+def load_runs() -> list[dict]:
+    return json.loads(RUNS.read_text()) if RUNS.exists() else []
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chunks", type=int, default=300_000, help="History size in chunks (about).")
+    ap.add_argument("--embed-minutes", type=float, default=10.0, help="Minutes the indexer runs after lexical ready.")
+    ap.add_argument("--poll-s", type=float, default=15.0, help="Seconds between status / recall polls.")
+    ap.add_argument("--probe-s", type=float, default=1.0, help="Pause between lexical-ready probes.")
+    ap.add_argument("--ready-timeout-minutes", type=float, default=20.0, help="Stop if the word is not found by then.")
+    ap.add_argument("--cold-runs", type=int, default=10)
+    ap.add_argument("--warm-calls", type=int, default=20)
+    ap.add_argument("--label", help="Name of this run in the table (default: the commit).")
+    ap.add_argument("--write", action="store_true", help="Replace the `## Day zero` section of BENCHMARKS.md.")
+    ap.add_argument("--report-only", action="store_true", help="Render the stored runs; run nothing.")
+    args = ap.parse_args()
+    runs = load_runs()
+    if not args.report_only:
+        RUNS.parent.mkdir(parents=True, exist_ok=True)
+        result = measure(args)
+        result["poll_s"] = args.poll_s
+        runs = [r for r in runs if (r["chunks_target"], r["label"]) != (result["chunks_target"], result["label"])]
+        runs.append(result)
+        RUNS.write_text(json.dumps(runs, indent=1))
+        print(json.dumps(summary(result), indent=1))
+    if not runs:
+        raise SystemExit("day-zero: no stored run to report")
+    body = section(runs)
+    print(body)
+    if args.write:
+        write_section("Day zero", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
