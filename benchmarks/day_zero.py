@@ -184,7 +184,8 @@ class Run:
     funes_home: Path
     t0: float = 0.0
     probes: list[dict] = field(default_factory=list)
-    polls: list[dict] = field(default_factory=list)
+    polls: list[dict] = field(default_factory=list)  # funes status --json
+    recalls: list[dict] = field(default_factory=list)  # cold and warm recall samples
     ready_s: float | None = None
     ready_cpu_s: float | None = None  # the indexer's CPU seconds then
     sigint_s: float | None = None
@@ -313,29 +314,44 @@ async def watch(run: Run) -> dict:
                 else:
                     await anyio.sleep(run.args.probe_s)
 
-        async def poll_until_exit() -> None:
-            next_poll = 0.0
+        async def every(seconds: float, work) -> None:
+            """``work`` every ``seconds`` until the indexer exits; one that runs late skips
+            the ticks it missed (each probe has its own loop, so a slow one delays no other)."""
+            due = 0.0
             while run.exited_s is None:
-                await anyio.sleep(max(0.0, next_poll - run.elapsed()))
-                next_poll += run.args.poll_s
-                poll = {"t_s": run.elapsed(), "load": os.getloadavg()[0], "rss_kb": tree.rss_now_kb,
-                        "cpu_s": tree.cpu_now_s}
-                poll["status"] = await status()
-                seconds, cpu, done = await cold("recall", run.question())
-                poll["cold_s"], poll["cold_cpu_s"] = seconds, cpu
-                poll["cold_ok"] = done.returncode == 0 and done.stdout.startswith("[")
-                poll["warm_s"], poll["warm_cpu_s"], poll["warm_ok"] = await warm(session)
-                run.polls.append(poll)
-                s = poll["status"] or {}
-                print(f"day-zero: {poll['t_s']:6.0f} s  chunks {s.get('chunks') or 0:>8,}  embedded "
-                      f"{s.get('embedded') or 0:>7,}  status {s.get('seconds', 0):.2f} s  cold {poll['cold_s']:.2f} s  "
-                      f"warm {poll['warm_s']:.2f} s  rss {tree.rss_now_kb / 1024:.0f} MiB  load {poll['load']:.1f}",
-                      file=sys.stderr)
+                await anyio.sleep(max(0.0, due - run.elapsed()))
+                due = max(due + seconds, run.elapsed())
+                if run.exited_s is None:
+                    await work()
+
+        async def poll_status() -> None:
+            poll = {"t_s": run.elapsed(), "load": os.getloadavg()[0], "rss_kb": tree.rss_now_kb,
+                    "cpu_s": tree.cpu_now_s}
+            poll["status"] = await status()
+            run.polls.append(poll)
+            s = poll["status"] or {}
+            latest = {r["kind"]: r["s"] for r in run.recalls}
+            print(f"day-zero: {poll['t_s']:6.0f} s  chunks {s.get('chunks') or 0:>9,}  embedded "
+                  f"{s.get('embedded') or 0:>7,}  status {s.get('seconds', 0):.1f} s  last cold recall "
+                  f"{latest.get('cold', 0):.1f} s, warm {latest.get('warm', 0):.1f} s  rss "
+                  f"{tree.rss_now_kb / 1024:.0f} MiB  load {poll['load']:.1f}", file=sys.stderr)
+
+        async def poll_cold() -> None:
+            begun = run.elapsed()
+            seconds, cpu, done = await cold("recall", run.question())
+            run.recalls.append({"kind": "cold", "t_s": begun, "s": seconds, "cpu_s": cpu,
+                                "ok": done.returncode == 0 and done.stdout.startswith("[")})
+
+        async def poll_warm() -> None:
+            begun = run.elapsed()
+            seconds, cpu, ok = await warm(session)
+            run.recalls.append({"kind": "warm", "t_s": begun, "s": seconds, "cpu_s": cpu, "ok": ok})
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(stop_when_due)
             tasks.start_soon(probe_until_ready)
-            tasks.start_soon(poll_until_exit)
+            for work in (poll_status, poll_cold, poll_warm):
+                tasks.start_soon(every, run.args.poll_s, work)
         reaper.join()
         log.close()
         print(f"day-zero: indexer exited {run.exit_code} at {run.exited_s:.0f} s", file=sys.stderr)
@@ -388,7 +404,7 @@ def measure(args: argparse.Namespace) -> dict:
             "machine": machine(), "uptime_start": uptime_start, "uptime_end": uptime(),
             "command": "nice -n 10 .venv/bin/python benchmarks/day_zero.py " + shlex.join(sys.argv[1:]),
             "embed_minutes": args.embed_minutes, "history_mb": sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6,
-            "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "sigint_s": run.sigint_s,
+            "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "recalls": run.recalls, "sigint_s": run.sigint_s,
             "exited_s": run.exited_s, "rss_capped_s": run.rss_capped_s, "exit_code": run.exit_code, "max_rss_kb": run.max_rss_kb, "tiers": tiers,
             "indexer_said": log_tail.splitlines()[-1] if log_tail else "",
             **watched}
@@ -451,12 +467,11 @@ def summary(r: dict) -> dict:
         out["all_extrapolated"] = True
     elif embedded_chars == chars and chars:
         out["all_done_s"], out["all_extrapolated"] = r["exited_s"], False
-    # While indexing: polls begun before the stop (a recall that met no memory yet answers no hits).
-    during = [p for p in polls if p["t_s"] < stopped]
+    # While indexing: recalls begun before the stop that answered hits (none before the first rows).
     for kind in ("cold", "warm"):
-        answered = [p for p in during if p[f"{kind}_ok"]]
-        out[f"{kind}_during"] = _percentiles([p[f"{kind}_s"] for p in answered])
-        out[f"{kind}_during_cpu"] = _percentiles([p[f"{kind}_cpu_s"] for p in answered if p.get(f"{kind}_cpu_s") is not None])
+        answered = [c for c in r["recalls"] if c["kind"] == kind and c["t_s"] < stopped and c["ok"]]
+        out[f"{kind}_during"] = _percentiles([c["s"] for c in answered])
+        out[f"{kind}_during_cpu"] = _percentiles([c["cpu_s"] for c in answered if c["cpu_s"] is not None])
         out[f"{kind}_after"] = _percentiles([wall for wall, _ in r[f"{kind}_after"]])
         out[f"{kind}_after_cpu"] = _percentiles([cpu for _, cpu in r[f"{kind}_after"] if cpu is not None])
     loads = [p["load"] for p in r["polls"]]
