@@ -421,17 +421,18 @@ def summary(r: dict) -> dict:
     """The issue's figures from one stored run."""
     polls = [p for p in r["polls"] if p["status"]]
     final = r["after"] or {}
-    chunks = final.get("chunks", 0)
     totals = {t: v["rows"] for t, v in ((int(k), v) for k, v in r["tiers"].items())}
+    chunks = final.get("chunks") or sum(totals.values())  # the table's own count when status did not answer
     stopped = r["sigint_s"] or r["exited_s"]
     out: dict = {"chunks": chunks, "ready_s": r["ready_s"], "ready_cpu_s": r.get("ready_cpu_s"), "cpu_s": r.get("cpu_s")}
     last_false = [p["begun_s"] for p in r["probes"] if p["found"] < PLANTED_SESSIONS]
     out["ready_after_s"] = last_false[-1] if last_false else None
     out["ready_probe_begun_s"] = next((p["begun_s"] for p in r["probes"] if p["found"] == PLANTED_SESSIONS), None)
     # Nothing lost to Ctrl-C: every row seen while it ran is still there, vectors included.
-    out["kept_rows"] = bool(final) and chunks >= max((p["status"]["chunks"] for p in polls), default=0) and \
-        final.get("embedded", 0) >= max((p["status"]["embedded"] for p in polls), default=0) and \
-        final.get("damage") is None
+    out["kept_rows"] = None if not final else (
+        chunks >= max((p["status"]["chunks"] for p in polls), default=0)
+        and final.get("embedded", 0) >= max((p["status"]["embedded"] for p in polls), default=0)
+        and final.get("damage") is None)
     vectored = [p for p in polls if p["status"]["embedded"] > 0]
     first = vectored[0] if vectored else None
     out["embed_began_s"] = first["t_s"] if first else None
@@ -441,7 +442,7 @@ def summary(r: dict) -> dict:
         out["first_minutes_rate"] = (window[-1]["status"]["embedded"] - first["status"]["embedded"]) / span if span else None
         out["first_minutes_span_s"] = span
     embed_s = (stopped - first["t_s"]) if first else 0
-    embedded = final.get("embedded", 0)
+    embedded = final.get("embedded") or sum(v["embedded_rows"] for v in r["tiers"].values())
     out["mean_rate"] = (embedded - first["status"]["embedded"]) / embed_s if first and embed_s > 0 else None
     # Per CPU second of the indexer: what the rate would be with a core to itself.
     measured = [p for p in vectored if p["t_s"] < stopped and p.get("cpu_s") is not None]
@@ -450,7 +451,7 @@ def summary(r: dict) -> dict:
                                  / (measured[-1]["cpu_s"] - measured[0]["cpu_s"]))
     # Tier 1 (text + thinking) done: the first poll with none of it pending, else extrapolated
     # from the rate tier 1 was embedded at (it goes first, so every vector so far is tier 1's).
-    pending = {int(k): v for k, v in final.get("pending_by_tier", {}).items()}
+    pending = {t: totals[t] - v["embedded_rows"] for t, v in ((int(k), v) for k, v in r["tiers"].items())}
     done_1 = next((p["t_s"] for p in polls if p["status"]["chunks"] == chunks
                    and not p["status"]["pending_by_tier"].get("1")), None)
     if done_1 is not None:
@@ -565,7 +566,7 @@ def section(runs: list[dict]) -> str:
         ("Ctrl-C: exit code, seconds to exit, rows kept", "clean, nothing lost",
          [("ran to the end" if r["sigint_s"] is None else
            f"{r['exit_code']}, {r['exited_s'] - r['sigint_s']:.1f} s")
-          + (f" (stopped at the RSS cap, {_s(r['rss_capped_s'])})" if r.get("rss_capped_s") else "") + (", all kept" if s["kept_rows"] else ", ROWS LOST")
+          + (f" (stopped at the RSS cap, {_s(r['rss_capped_s'])})" if r.get("rss_capped_s") else "") + {True: ", all kept", False: ", ROWS LOST", None: ", unchecked: `funes status` did not answer"}[s["kept_rows"]]
           for r, s in zip(runs, sums, strict=True)]),
         ("load average (1 min) over the run, min–max", "", [f"{s['load'][0]:.1f}–{s['load'][1]:.1f}" if s["load"] else "—"
                                                           for s in sums]),
@@ -588,7 +589,8 @@ def section(runs: list[dict]) -> str:
     for r in runs:
         parts += [f"### {r['chunks_target'] // 1000}k chunks, {r['label']}", "",
                   f"`{r['command']}` at {r['started']} on commit {r['commit']}: {r['history_mb']:.0f} MB of transcripts."
-                  f" `uptime` at the start: {r['uptime_start']}; at the end: {r['uptime_end']}.", "",
+                  f" `uptime` at the start: {r['uptime_start']}; at the end: {r['uptime_end']}."
+                  + (f" {r['note']}" if r.get("note") else ""), "",
                   "Vectors over time (from `funes status --json`; tier % of that tier's rows):", "",
                   *coverage_table(r), ""]
     return "\n".join(parts)
@@ -610,6 +612,7 @@ def main() -> int:
     ap.add_argument("--cold-runs", type=int, default=10)
     ap.add_argument("--warm-calls", type=int, default=20)
     ap.add_argument("--label", help="Name of this run in the table (default: the commit).")
+    ap.add_argument("--note", help="A sentence printed with this run (what was unusual about it).")
     ap.add_argument("--write", action="store_true", help="Replace the `## Day zero` section of BENCHMARKS.md.")
     ap.add_argument("--report-only", action="store_true", help="Render the stored runs; run nothing.")
     args = ap.parse_args()
@@ -617,7 +620,7 @@ def main() -> int:
     if not args.report_only:
         RUNS.parent.mkdir(parents=True, exist_ok=True)
         result = measure(args)
-        result["poll_s"] = args.poll_s
+        result["poll_s"], result["note"] = args.poll_s, args.note
         runs = [r for r in runs if (r["chunks_target"], r["label"]) != (result["chunks_target"], result["label"])]
         runs.append(result)
         RUNS.write_text(json.dumps(runs, indent=1))
