@@ -44,13 +44,26 @@ FLUSH_CHUNKS = 4096
 EMBED_WRITE_BATCH = 256
 
 
+@dataclass(frozen=True)
+class EmbedProgress:
+    """Where a backlog embedding pass stands, beside its chunk counts: characters
+    (what its time follows) and dense coverage (rows with a vector of all the rows
+    the backlog holds or held)."""
+    chunks_done: int
+    chars_done: int
+    chars_total: int
+    seconds: float
+    embedded: int
+    embeddable: int
+
+
 class Progress(Protocol):
     """How long work reports progress (the CLI renders it; the hook ignores it)."""
 
-    def __call__(self, stage: str, advance: int, total: int | None) -> None: ...
+    def __call__(self, stage: str, advance: int, total: int | None, detail: EmbedProgress | None = None) -> None: ...
 
 
-def _no_progress(stage: str, advance: int, total: int | None) -> None:
+def _no_progress(stage: str, advance: int, total: int | None, detail: EmbedProgress | None = None) -> None:
     return None
 
 
@@ -295,6 +308,7 @@ def embed_backlog(
     started = time.monotonic()
     queue = writer.backlog(limit or 10**12)
     total = queue.num_rows
+    embedded_before = writer.embedded_count() if total else 0
     ids = queue.column("id").to_pylist()
     texts = queue.column("text").to_pylist()
     block_types = queue.column("block_type").to_pylist()
@@ -302,7 +316,8 @@ def embed_backlog(
     tiers = queue.column("tier").to_pylist()
     keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
                                                queue.column("session_id").to_pylist(), strict=True)]
-    done = 0
+    chars_total = sum(len(t or "") for t in texts)
+    done = chars_done = 0
     for start in range(0, total, EMBED_WRITE_BATCH):
         if should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s):
             break
@@ -317,10 +332,15 @@ def embed_backlog(
                 if keys[i] in report.per_session:
                     report.per_session[keys[i]].embedded_by_tier[tiers[i]] += 1
         done += end - start
-        progress("embed", end - start, total)
+        chars_done += sum(len(t or "") for t in texts[start:end])
+        progress("embed", end - start, total, EmbedProgress(done, chars_done, chars_total, time.monotonic() - started,
+                                                            embedded_before + done, embedded_before + total))
+    seconds = time.monotonic() - started
+    if done:
+        writer.coverage.record_embed_run(chunks=done, chars=chars_done, seconds=seconds)
     if report is not None:
         report.embedded += done
-        report.embed_seconds += time.monotonic() - started
+        report.embed_seconds += seconds
     return done
 
 

@@ -147,6 +147,7 @@ class MemoryStats:
     embedded: int
     per_harness: dict[str, dict[str, int]] = field(default_factory=dict)
     pending_by_tier: dict[int, int] = field(default_factory=dict)
+    pending_chars_by_tier: dict[int, int] = field(default_factory=dict)  # characters awaiting vectors
     version: int = 0
 
 
@@ -409,7 +410,7 @@ class Memory:
         table = self.scan(["session_id", "harness"], None)
 
         frame = pl.from_arrow(table)
-        pending = pl.from_arrow(self.scan(["tier"], "vector IS NULL"))
+        pending = pl.from_arrow(self.scan(["tier", "text"], "vector IS NULL"))
         per_harness: dict[str, dict[str, int]] = {}
         if frame.height:
             grouped = frame.group_by("harness").agg(pl.len().alias("chunks"),
@@ -417,15 +418,19 @@ class Memory:
             for row in grouped.iter_rows(named=True):
                 per_harness[row["harness"] or ""] = {"chunks": row["chunks"], "sessions": row["sessions"]}
         pending_by_tier: dict[int, int] = {}
+        pending_chars: dict[int, int] = {}
         if pending.height:
-            for tier, count in pending.group_by("tier").agg(pl.len()).iter_rows():
+            grouped = pending.group_by("tier").agg(pl.len(), pl.col("text").str.len_chars().sum().alias("chars"))
+            for tier, count, chars in grouped.iter_rows():
                 pending_by_tier[int(tier or 0)] = int(count)
+                pending_chars[int(tier or 0)] = int(chars or 0)
         return MemoryStats(
             chunks=frame.height,
             sessions=frame.select(pl.struct("harness", "session_id").n_unique()).item() if frame.height else 0,
             embedded=self.count("vector IS NOT NULL"),
             per_harness=dict(sorted(per_harness.items())),
             pending_by_tier=dict(sorted(pending_by_tier.items())),
+            pending_chars_by_tier=dict(sorted(pending_chars.items())),
             version=self.version,
         )
 
@@ -661,6 +666,9 @@ class MemoryWriter:
 
     def pending_count(self) -> int:
         return int(self.table.count_rows("vector IS NULL"))
+
+    def embedded_count(self) -> int:
+        return int(self.table.count_rows("vector IS NOT NULL"))
 
     def pending_chars(self) -> int:
         """Characters of text still lacking a vector (what embedding time follows)."""
