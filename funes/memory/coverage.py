@@ -39,13 +39,15 @@ CREATE TABLE IF NOT EXISTS scrubbed (    -- chunk ids whose earlier text held a 
     id TEXT PRIMARY KEY,
     scrubbed_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS embed_runs (  -- each backlog embedding pass: the rate `funes status` estimates from
+"""
+# Each backlog embedding pass: the rate `funes status` estimates from.  Created by the
+# first pass, not with the rest: a memory that never embeds keeps the file it had.
+_EMBED_RUNS = """CREATE TABLE IF NOT EXISTS embed_runs (
     finished_at REAL NOT NULL,
     chunks INTEGER NOT NULL,
     chars INTEGER NOT NULL,
     seconds REAL NOT NULL
-);
-"""
+)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,7 @@ class Coverage:
 
     def record_embed_run(self, *, chunks: int, chars: int, seconds: float) -> None:
         """Remember the rate of a backlog embedding pass (one row a pass, the last 50 kept)."""
+        self._db.execute(_EMBED_RUNS)
         self._db.execute("INSERT INTO embed_runs (finished_at, chunks, chars, seconds) VALUES (?, ?, ?, ?)",
                          (time.time(), chunks, chars, seconds))
         self._db.execute("DELETE FROM embed_runs WHERE rowid NOT IN "
@@ -181,6 +184,8 @@ class Coverage:
 
     def last_embed_rate(self) -> EmbedRate | None:
         """The rate of the last backlog embedding pass; None when none ran yet."""
+        if not self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embed_runs'").fetchone():
+            return None
         row = self._db.execute("SELECT finished_at, chunks, chars, seconds FROM embed_runs"
                                " ORDER BY finished_at DESC LIMIT 1").fetchone()
         return EmbedRate(*row) if row else None
