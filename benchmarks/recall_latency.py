@@ -3,6 +3,7 @@ and with a MiniLM-L6-shaped cross-encoder over 30 candidates, and a cold
 `funes recall` process.
 
     python benchmarks/recall_latency.py [--sizes 10000 100000] [--queries 60] [--no-write]
+    python benchmarks/recall_latency.py --first-index 300000 [--runs 7] [--no-write]
 
 Goals (issue 4, 2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
@@ -13,6 +14,14 @@ real indexing path, with random unit vectors standing in for embeddings (latency
 does not depend on their values; embedding 100k chunks here takes most of an
 hour), then maintained as a large memory is (scalar and IVF_PQ indexes, one BM25
 segment).  Queries are questions about what the history contains.
+
+``--first-index N``: the state of a big first index instead: a synthetic history
+of ~N chunks indexed by ``index_memory`` (every chunk BM25-searchable, vectors
+filled for 20 s, no vector or scalar index: what a user has minutes into day
+zero), then cold `funes recall` and warm recall through the MCP server (the real
+``mcp`` client over stdio) with no indexer running, and while `funes index --yes`
+embeds the backlog, at the indexer's default niceness and at 0 (its chunks/s
+measured from the vectors it filled meanwhile).
 """
 
 from __future__ import annotations
@@ -113,6 +122,109 @@ def cold(funes_home: Path, runs: int = 7) -> dict:
     return percentiles(samples)
 
 
+def build_first_index(target: int) -> tuple[Path, Path]:
+    """(HOME, FUNES_HOME) of a first index of ~``target`` chunks (built once)."""
+    home, funes_home = WORK / f"first-index-{target // 1000}k-home", WORK / f"first-index-{target // 1000}k"
+    if not home.exists():
+        make_history_of_chunks(home, target)
+    if not (funes_home / "memory" / "chunks.lance").exists():
+        code = ("from funes.embedding import load_embedder; from funes.indexing import index_memory;"
+                "from funes.memory.location import local_memory; from funes.traces import discover;"
+                "index_memory(local_memory(), discover(), embedder=load_embedder, backlog_budget_s=20)")
+        subprocess.run([sys.executable, "-c", code], env=first_index_env(home, funes_home), check=True)
+    return home, funes_home
+
+
+def first_index_env(home: Path, funes_home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1",
+            "FUNES_RERANKER": "none", **extra}
+
+
+def embedded_count(funes_home: Path) -> int:
+    import lance
+
+    return lance.dataset(str(funes_home / "memory" / "chunks.lance")).count_rows("vector IS NOT NULL")
+
+
+def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
+    """Recall latency through `funes mcp` (the real mcp client over stdio), after 3 warm-up calls."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def measure() -> list[float]:
+        server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=env)
+        async with stdio_client(server, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for query in queries[:3]:
+                await session.call_tool("recall", {"query": query})
+            samples = []
+            for query in queries:
+                started = time.perf_counter()
+                result = await session.call_tool("recall", {"query": query})
+                samples.append(time.perf_counter() - started)
+                if result.is_error:
+                    raise SystemExit(f"recall failed: {result.content}")
+            return samples
+
+    return percentiles(anyio.run(measure))
+
+
+def cold_runs(env: dict[str, str], queries: list[str]) -> dict:
+    samples, cpu = [], []
+    for query in queries:
+        started = time.perf_counter()
+        before = os.times()
+        subprocess.run([*FUNES, "recall", query], env=env, check=True, capture_output=True)
+        after = os.times()
+        samples.append(time.perf_counter() - started)
+        cpu.append(after.children_user + after.children_system - before.children_user - before.children_system)
+    return {**percentiles(samples), "cpu_p50_ms": round(sorted(cpu)[len(cpu) // 2] * 1000, 1)}
+
+
+def load_average() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def first_index(target: int, runs: int, write: bool) -> None:
+    from funes.cli.index_cmd import EMBED_NICENESS
+
+    home, funes_home = build_first_index(target)
+    env = first_index_env(home, funes_home)
+    queries = (QUERIES * (runs // len(QUERIES) + 1))[:runs]
+    rows = [("no indexer running", load_average(), cold_runs(env, queries), mcp_warm(env, QUERIES), None)]
+    for niceness in (EMBED_NICENESS, 0):
+        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env={**env, "FUNES_EMBED_NICENESS": str(niceness)},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            start_count = embedded_count(funes_home)
+            while embedded_count(funes_home) == start_count:  # discovery, the model load: wait for vectors
+                if indexer.poll() is not None:
+                    raise SystemExit("funes index --yes ended before embedding")
+                time.sleep(1)
+            started, first = time.monotonic(), embedded_count(funes_home)
+            cold_run, warm_run = cold_runs(env, queries), mcp_warm(env, QUERIES)
+            rate = (embedded_count(funes_home) - first) / (time.monotonic() - started)
+            rows.append((f"`funes index --yes` embedding (niceness {niceness})", load_average(), cold_run, warm_run, rate))
+        finally:
+            indexer.terminate()
+            indexer.wait()
+    chunks = __import__("lance").dataset(str(funes_home / "memory" / "chunks.lance")).count_rows()
+    lines = ["| while | load (1/5/15 min) | cold `funes recall` p50 / p95 ms (CPU p50 ms) | MCP recall p50 / p95 ms"
+             " | indexer chunks/s |", "| --- | --- | --- | --- | --- |"]
+    for label, load, cold_run, warm_run, rate in rows:
+        lines.append(f"| {label} | {load} | {cold_run['p50_ms']} / {cold_run['p95_ms']} ({cold_run['cpu_p50_ms']})"
+                     f" | {warm_run['p50_ms']} / {warm_run['p95_ms']} | {'' if rate is None else f'{rate:.0f}'} |")
+    body = "\n".join([
+        f"`python benchmarks/recall_latency.py --first-index {target}` — a first index of {chunks:,} chunks"
+        " (synthetic history; every chunk BM25-searchable, a few hundred vectors, no vector or scalar index yet),"
+        f" the CLI's defaults, reranker off; {runs} cold `funes recall` processes and {len(QUERIES)} MCP recalls"
+        " (3 warm-up) per row, then while `funes index --yes` fills vectors. Goals (issue 14): cold ≤ 0.8 s"
+        " after, ≤ 1 s while indexing.", "", f"Machine: {machine()}.", "", *lines])
+    print(body)
+    if write:
+        write_section("Recall latency during a first index", body)
+
+
 def reranker_folder() -> Path:
     """A MiniLM-L6-shaped cross-encoder (random head): the latency of
     cross-encoder/ms-marco-MiniLM-L6-v2, which cannot be downloaded here."""
@@ -129,6 +241,8 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--first-index", type=int, help="measure a first index of about this many chunks instead")
+    ap.add_argument("--runs", type=int, default=7, help="cold processes per row (--first-index)")
     ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -137,6 +251,9 @@ def main() -> int:
         return 0
     if args.warm:
         print(json.dumps(warm_run(json.loads(args.warm))))
+        return 0
+    if args.first_index:
+        first_index(args.first_index, args.runs, not args.no_write)
         return 0
     queries = (QUERIES * (args.queries // len(QUERIES) + 1))[: args.queries]
     os.environ["FUNES_RERANKER"] = "none"

@@ -70,33 +70,61 @@ def confirm(question: str, *, default: bool, assume_yes: bool) -> bool:
     return typer.confirm(question, default=default, err=True)
 
 
+def embed_progress_text(detail: Any) -> str:
+    """What the embedding bar says beside its counts (``detail``: an
+    :class:`funes.indexing.EmbedProgress`): chunks/s, dense coverage, and the time
+    left from the characters/s measured so far (cost follows tokens: the backlog's
+    last tier, tool output, is long)."""
+    from funes.retrieval.status import duration_text
+
+    seconds = max(detail.seconds, 1e-3)
+    coverage = detail.embedded / detail.embeddable if detail.embeddable else 1.0
+    text = f"{detail.chunks_done / seconds:.0f} chunks/s · dense {coverage:.0%}"
+    chars_per_s = detail.chars_done / seconds
+    if detail.chars_done < detail.chars_total and chars_per_s:
+        text += f" · ~{duration_text((detail.chars_total - detail.chars_done) / chars_per_s)} left"
+    return text
+
+
 class ProgressBars:
     """Rich progress bars on a terminal (one per stage), nothing when piped.
 
     Each :meth:`shown` is a new display with its own task ids, so a stage shown
-    again (the rest of the backlog, after a question) gets a new bar."""
+    again (the rest of the backlog, after a question) gets a new bar.  A stage that
+    reports an :class:`funes.indexing.EmbedProgress` shows its rate, coverage and
+    time left instead of rich's estimate from chunks."""
 
     def __init__(self) -> None:
         self._progress = None
         self._tasks: dict[str, Any] = {}
 
-    def __call__(self, stage: str, advance: int, total: int | None) -> None:
+    def __call__(self, stage: str, advance: int, total: int | None, detail: Any = None) -> None:
         if self._progress is None:
             return
         task = self._tasks.get(stage)
         if task is None:
-            task = self._progress.add_task(stage, total=total)
+            task = self._progress.add_task(stage, total=total, detail="")
             self._tasks[stage] = task
         elif total is not None:
             self._progress.update(task, total=total)
+        if detail is not None:
+            self._progress.update(task, detail=embed_progress_text(detail))
         self._progress.advance(task, advance)
 
     def _start(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.text import Text
 
-        self._progress = Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+        class Remaining(TimeRemainingColumn):
+            def render(self, task: Any) -> Text:
+                detail = task.fields.get("detail")
+                if not detail:
+                    return super().render(task)
+                return Text(detail, style="progress.remaining", no_wrap=True, overflow="ellipsis")
+
+        self._progress = Progress(TextColumn("{task.description:>8}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                                  Remaining(), console=Console(stderr=True), transient=False)
         self._tasks = {}
         self._progress.start()
 

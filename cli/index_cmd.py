@@ -17,6 +17,27 @@ from funes.traces.model import ParseWarning, SourceUnit
 # Interactive first index: vectors are filled for about this long ($FUNES_INDEX_EMBED_S),
 # then the rest is offered with an estimate from the rate measured meanwhile.
 INTERACTIVE_BUDGET_S = 60.0
+# `funes index` fills a backlog for minutes to hours: it embeds at this niceness
+# ($FUNES_EMBED_NICENESS, 0 to keep the normal priority), so that a recall started
+# meanwhile (an agent's, through its MCP server or the CLI) gets the CPU first.  The
+# hook worker, which embeds one turn at a time, keeps its priority.
+EMBED_NICENESS = 10
+
+
+def embed_niceness() -> int:
+    try:
+        return max(0, min(19, int(os.environ.get("FUNES_EMBED_NICENESS", EMBED_NICENESS))))
+    except ValueError:
+        return EMBED_NICENESS
+
+
+def _lower_priority(_report: object) -> None:
+    """Called once every chunk is stored, before the backlog is embedded (a process
+    cannot raise its priority back).  Linux nice is per thread: this thread and the
+    onnxruntime threads the embedder starts after it run at :func:`embed_niceness`."""
+    niceness = embed_niceness()
+    if niceness and hasattr(os, "nice"):
+        os.nice(niceness)
 
 
 def interactive_budget_s() -> float:
@@ -50,7 +71,8 @@ def index_command(
     explicit = yes or path is not None or harness is not None or rebuild or embed_all
     ok = run_index(location_for(memory), units, limit=limit, include_thinking=not no_thinking,
                    budget_s=None if explicit else interactive_budget_s(), offer_rest=not explicit,
-                   rebuild=rebuild, embed_all=embed_all, discovery_errors=errors, discovery_warnings=skipped)
+                   rebuild=rebuild, embed_all=embed_all, discovery_errors=errors, discovery_warnings=skipped,
+                   lower_priority=True)
     if not ok:
         raise typer.Exit(1)
 
@@ -58,15 +80,17 @@ def index_command(
 def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int | None = None,
               include_thinking: bool = True, budget_s: float | None = None, offer_rest: bool = False,
               rebuild: bool = False, embed_all: bool = False, discovery_errors: list[str] | None = None,
-              discovery_warnings: list[ParseWarning] | None = None) -> bool:
+              discovery_warnings: list[ParseWarning] | None = None, lower_priority: bool = False) -> bool:
     """Index ``units`` into ``location``: every chunk lexically first, then vectors
-    (for ``budget_s`` seconds when given, offering the rest on a terminal); print
-    warnings (discovery's first: folders it could not read) and a summary line.
-    False when some transcripts could not be read."""
+    (for ``budget_s`` seconds when given, offering the rest on a terminal; at
+    :data:`EMBED_NICENESS` with ``lower_priority``); print warnings (discovery's
+    first: folders it could not read) and a summary line.  False when some
+    transcripts could not be read."""
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import IndexReport, index_memory
     from funes.memory.store import MemoryWriter
     from funes.pipelines.records import recorder
+    from funes.retrieval.status import duration_text
 
     def ask_for_the_rest(writer: MemoryWriter, report: IndexReport) -> bool:
         estimate = ""
@@ -76,7 +100,7 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
             # text, its last long tool output), so the rate is taken in characters.
             seconds = max(report.embed_seconds, 1e-3)
             chars_per_s = report.backlog_chars / seconds
-            estimate = (f" (~{_duration(writer.pending_chars() / max(chars_per_s, 1e-3))}, estimated from the "
+            estimate = (f" (~{duration_text(writer.pending_chars() / max(chars_per_s, 1e-3))}, estimated from the "
                         f"{embedded / seconds:.0f} chunks/s measured on the first {embedded})")
         with bars.paused():
             return confirm(f"{writer.pending_count()} chunks are searchable by keyword but not yet by meaning; "
@@ -88,7 +112,7 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
         report = index_memory(location, units, embedder=load_embedder, include_thinking=include_thinking,
                               backlog_budget_s=budget_s, offer_rest=ask_for_the_rest if offer_rest else None,
                               limit=limit, rebuild=rebuild, embed_all=embed_all, progress=bars,
-                              record=recorder("cli"))
+                              record=recorder("cli"), on_indexed=_lower_priority if lower_priority else None)
     if rebuild:
         note(f"kept {report.kept} chunks; their vectors were recomputed with {IDENTITY.model_id}")
     report.errors[:0] = discovery_errors or []
@@ -109,7 +133,3 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
     if report.pending:
         note("run `funes index --yes` to embed the rest (recall already finds them by keyword)")
     return not report.errors
-
-
-def _duration(seconds: float) -> str:
-    return f"{max(1, round(seconds))} s" if seconds < 90 else f"{round(seconds / 60)} min"

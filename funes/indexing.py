@@ -61,13 +61,26 @@ WORKERS_ENV = "FUNES_INDEX_WORKERS"
 EMBED_WRITE_BATCH = 256
 
 
+@dataclass(frozen=True)
+class EmbedProgress:
+    """Where a backlog embedding pass stands, beside its chunk counts: characters
+    (what its time follows) and dense coverage (rows with a vector of all the rows
+    the backlog holds or held)."""
+    chunks_done: int
+    chars_done: int
+    chars_total: int
+    seconds: float
+    embedded: int
+    embeddable: int
+
+
 class Progress(Protocol):
     """How long work reports progress (the CLI renders it; the hook ignores it)."""
 
-    def __call__(self, stage: str, advance: int, total: int | None) -> None: ...
+    def __call__(self, stage: str, advance: int, total: int | None, detail: EmbedProgress | None = None) -> None: ...
 
 
-def _no_progress(stage: str, advance: int, total: int | None) -> None:
+def _no_progress(stage: str, advance: int, total: int | None, detail: EmbedProgress | None = None) -> None:
     return None
 
 
@@ -418,7 +431,10 @@ def embed_backlog(
     started = time.monotonic()
     order = writer.backlog_order(limit or 10**12)
     total = len(order)
-    done = 0
+    embedded_before = writer.embedded_count() if total else 0
+    # The backlog's characters, for the time left: summed by Lance, not read here.
+    chars_total = writer.pending_chars() if total else 0
+    done = chars_done = 0
     for queue in writer.rows_in_pages(order, page=BACKLOG_PAGE):
         if should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s):
             break
@@ -445,12 +461,18 @@ def embed_backlog(
                     if keys[i] in report.per_session:
                         report.per_session[keys[i]].embedded_by_tier[tiers[i]] += 1
             done += end - start
-            progress("embed", end - start, total)
+            chars_done += sum(len(t or "") for t in texts[start:end])
+            progress("embed", end - start, total,
+                     EmbedProgress(done, chars_done, max(chars_total, chars_done), time.monotonic() - started,
+                                   embedded_before + done, embedded_before + total))
         if stopped:
             break
+    seconds = time.monotonic() - started
+    if done:
+        writer.coverage.record_embed_run(chunks=done, chars=chars_done, seconds=seconds)
     if report is not None:
         report.embedded += done
-        report.embed_seconds += time.monotonic() - started
+        report.embed_seconds += seconds
     return done
 
 

@@ -89,8 +89,10 @@ class RecallResult:
     memory_label: str
     reranker: str | None  # model id when the rerank stage ran
     reranker_note: str | None  # why it did not, when it did not
-    dense_coverage: float
     elapsed_ms: float
+    # Share of chunks with a vector, when counted (None: counting scans the whole
+    # vector column, which a cold recall does not pay for).
+    dense_coverage: float | None = None
 
 
 def _age_days(ts: str, now: datetime) -> float | None:
@@ -112,11 +114,6 @@ class Recaller:
         self.reranker_note = reranker_note
         self.fusion = fusion
         self.ranking = ranking
-        self._count_rows()
-
-    def _count_rows(self) -> None:
-        self._embedded = self.memory.count("vector IS NOT NULL")
-        self._total = self.memory.count()
 
     def follow(self, latest: Memory) -> None:
         """Read ``latest`` from now on if it is a newer version (or, for a Hub memory,
@@ -130,7 +127,6 @@ class Recaller:
         latest.require_rows()
         latest.check_identity(IDENTITY.to_metadata())
         self.memory = latest
-        self._count_rows()
 
     @classmethod
     def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None) -> Recaller:
@@ -172,7 +168,7 @@ class Recaller:
         if self.fusion.uses_lexical and (allowed is None or len(allowed)):
             lexical = self.memory.lexical().search(query, pool, allowed)
         dense: list[tuple[str, float]] = []
-        if self.fusion.uses_dense and self._embedded and self.embedder is not None and (allowed is None or len(allowed)):
+        if self.fusion.uses_dense and self.embedder is not None and (allowed is None or len(allowed)):
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
         fused = self.fusion.fuse(lexical, dense, pool)
@@ -236,7 +232,6 @@ class Recaller:
             query=query, hits=hits, memory_label=self.memory.location.label,
             reranker=getattr(self.reranker, "model_id", None) if reranked else None,
             reranker_note=None if reranked else self.reranker_note,
-            dense_coverage=self._embedded / self._total if self._total else 0.0,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
 
@@ -253,12 +248,12 @@ class Recaller:
         by_session: dict[str, list[Hit]] = {}
         for hit in hits:
             by_session.setdefault(hit.session_id, []).append(hit)
+        spans = {session_id: (min(h.seq for h in session_hits) - span, max(h.seq for h in session_hits) + span)
+                 for session_id, session_hits in by_session.items()}
+        rows_of = self.memory.spans_rows(spans, ("id", "seq", "role", "block_type", "turn_uuid", "text",
+                                                 "split_idx", "block_idx"))
         for session_id, session_hits in by_session.items():
-            low = min(h.seq for h in session_hits) - span
-            high = max(h.seq for h in session_hits) + span
-            rows = self.memory.session_rows(session_id, low, high,
-                                            columns=("id", "seq", "role", "block_type", "turn_uuid", "text",
-                                                     "split_idx", "block_idx"))
+            rows = rows_of[session_id]
             for hit in session_hits:
                 hit.neighbors = [
                     Neighbor(seq=int(r["seq"]), role=r["role"] or "", block_type=r["block_type"] or "",

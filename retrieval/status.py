@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
+from funes.memory.coverage import Coverage
+from funes.memory.location import MemoryLocation
+from funes.memory.store import MemoryStats
 from funes.retrieval.access import open_memory
 
 TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
@@ -29,6 +33,7 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
         "embedded": stats.embedded,
         "dense_coverage": round(stats.embedded / stats.chunks, 4) if stats.chunks else 0.0,
         "pending_by_tier": {TIER_NAMES.get(t, str(t)): n for t, n in stats.pending_by_tier.items()},
+        **embedding_backlog(memory.location, stats),
         "harnesses": stats.per_harness,
         "last_indexed": max((t for t in indexed_at if t), default=None),
         "embedding_model": {"model_id": identity["model_id"], "revision": identity["revision"],
@@ -44,6 +49,38 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
     }
 
 
+def duration_text(seconds: float) -> str:
+    """A time left as a person reads it: seconds under a minute and a half, minutes
+    under an hour and a half, else hours."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 60)} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def embedding_backlog(location: MemoryLocation, stats: MemoryStats) -> dict[str, Any]:
+    """The rows and characters awaiting vectors by tier, the rate the last backlog
+    embedding pass on this host measured (None when none ran: no rate is assumed)
+    and the time the backlog takes at that rate (characters/s: embedding time
+    follows tokens, and a tool result is many times a reply's length)."""
+    rate = None
+    if location.is_local and location.coverage_path.exists():  # a memory only read keeps no coverage
+        coverage = Coverage(location.coverage_path)
+        try:
+            rate = coverage.last_embed_rate()
+        finally:
+            coverage.close()
+    backlog = {TIER_NAMES.get(t, str(t)): {"chunks": n, "chars": stats.pending_chars_by_tier.get(t, 0)}
+               for t, n in stats.pending_by_tier.items()}
+    chars = sum(stats.pending_chars_by_tier.values())
+    return {
+        "backlog_by_tier": backlog,
+        "embed_rate": None if rate is None else {
+            "chunks_per_s": round(rate.chunks_per_s, 1), "chars_per_s": round(rate.chars_per_s),
+            "measured_at": datetime.fromtimestamp(rate.finished_at, timezone.utc).isoformat(timespec="seconds")},
+        "embed_seconds_left": None if rate is None or not rate.chars else round(chars / rate.chars_per_s, 1),
+    }
+
+
 def render_status(status: dict[str, Any]) -> str:
     lines = [
         f"memory      {status['memory']} ({status['uri']})",
@@ -51,10 +88,8 @@ def render_status(status: dict[str, Any]) -> str:
     ]
     for harness, counts in status["harnesses"].items():
         lines.append(f"  {harness or '?':<12}{counts['chunks']} chunks, {counts['sessions']} sessions")
-    pending = status["pending_by_tier"]
-    backlog = ", ".join(f"{tier} {n}" for tier, n in pending.items()) or "none"
     lines += [
-        f"vectors     {status['embedded']}/{status['chunks']} ({status['dense_coverage']:.0%}); backlog: {backlog}",
+        f"vectors     {status['embedded']}/{status['chunks']} ({status['dense_coverage']:.0%}); {_backlog_line(status)}",
         f"last index  {status['last_indexed'] or 'never'}",
         f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}",
     ]
@@ -79,6 +114,22 @@ def render_status(status: dict[str, Any]) -> str:
             source = "asked of the Hub" if remote["checked"] == "hub" else "from this host's receipts, no request"
             lines.append(f"  removed   {_left_on_remote(remote)} ({source})")
     return "\n".join(lines)
+
+
+def _backlog_line(status: dict[str, Any]) -> str:
+    backlog = status["backlog_by_tier"]
+    if not backlog:
+        return "backlog: none"
+    tiers = ", ".join(f"{tier} {b['chunks']} ({_chars(b['chars'])})" for tier, b in backlog.items())
+    rate = status["embed_rate"]
+    if rate is None:
+        return f"backlog: {tiers}; rate not measured yet (`funes index --yes` measures it)"
+    return (f"backlog: {tiers}; ~{duration_text(status['embed_seconds_left'] or 0)} left at "
+            f"{rate['chunks_per_s']:.0f} chunks/s ({_chars(rate['chars_per_s'])}/s, measured {rate['measured_at']})")
+
+
+def _chars(n: int) -> str:
+    return f"{n / 1e6:.1f}M chars" if n >= 1e6 else f"{n / 1e3:.0f}k chars" if n >= 1e4 else f"{n} chars"
 
 
 def _left_on_remote(remote: dict[str, Any]) -> str:

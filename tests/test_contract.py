@@ -81,6 +81,35 @@ def test_push_json_has_the_documented_keys(memory_home, hub_env, capsys):
     assert report["pushed"] > 0 and report["retracted"] == 0 and report["history_purged"] is False
 
 
+def test_status_json_backlog_has_the_documented_keys(memory_home, capsys):
+    """`status --json` holds every key the contract's first paragraph names, the backlog
+    by tier with `chunks` and `chars`, and an `embed_rate` with exactly its documented
+    keys once an embedding pass was measured (null before one: tests/test_index.py)."""
+    from funes.embedding import load_embedder
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from hub_helpers import run_cli
+
+    section = CONTRACT.read_text(encoding="utf-8").split("## `funes status --json`", 1)[1].split("\n## ", 1)[0]
+    first = section.split("\n\n", 2)[1]
+    documented = set(re.findall(r"`(\w+)`", first))
+    with open_writer(local_memory()) as writer:  # some rows back to the backlog, as a first index leaves them
+        ids = writer.table.search().select(["id"]).limit(5).to_arrow().column("id").to_pylist()
+        writer.table.update(where=f"id IN ({', '.join(repr(i) for i in ids)})", values={"vector": None})
+    assert run_cli("status", "--json") == 0
+    before = json.loads(capsys.readouterr().out)
+    assert {"backlog_by_tier", "embed_rate", "embed_seconds_left"} <= set(before) <= documented | {"agents", "remotes"}
+    assert sum(tier["chunks"] for tier in before["backlog_by_tier"].values()) == 5
+    assert all(set(tier) == {"chunks", "chars"} for tier in before["backlog_by_tier"].values())
+    with open_writer(local_memory()) as writer:
+        embed_backlog(writer, load_embedder(), limit=2)
+    assert run_cli("status", "--json") == 0
+    after = json.loads(capsys.readouterr().out)
+    rate_keys = re.search(r"`embed_rate` \([^)]*\)", first.replace("\n", " ")).group(0)
+    assert set(after["embed_rate"]) == set(re.findall(r"`(\w+)`", rate_keys)) - {"embed_rate", "null"}
+    assert after["embed_seconds_left"] > 0
+
+
 def test_status_json_remotes_have_the_documented_keys(memory_home, hub_env, capsys):
     """Each `remotes` object of `status --json` holds exactly the keys the contract names,
     and a forget shows in it before the push that removes it from the remote."""

@@ -131,6 +131,10 @@ def test_interactive_first_index_offers_the_rest_with_a_measured_estimate(isolat
     assert question, text
     waiting, first = int(question.group(1)), int(question.group(2))
     assert waiting + first == turns and first > 0
+    # The embedding bar says its rate, how much of the memory has vectors, and when it ends.
+    bar = re.search(r"embed .*?(\d+) chunks/s · dense (\d+)% · ~\d+ (?:s|min) left", text)
+    assert bar, text
+    assert int(bar.group(1)) > 0 and int(bar.group(2)) == round(100 * first / turns)
     summary = re.search(r"indexed 1 of 1 session\(s\): 600 turns, 600 chunks added, 0 already stored, "
                         r"(\d+) embedded, (\d+) awaiting vectors", text)
     assert summary, text
@@ -142,6 +146,45 @@ def test_interactive_first_index_offers_the_rest_with_a_measured_estimate(isolat
         assert (embedded, pending) == (turns, 0)
     report = status()
     assert (report["chunks"], report["embedded"]) == (turns, embedded)
+
+
+def test_status_shows_the_backlog_by_tier_and_the_time_left_at_the_measured_rate(isolated_env):
+    """Status counts what awaits vectors (rows and characters, by tier); with no
+    embedding pass measured it says so instead of guessing, then estimates from the
+    characters/s the last pass measured."""
+    from funes.embedding import load_embedder
+    from funes.indexing import IndexReport, embed_backlog, index_memory, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+    from funes.traces import discover
+    from hub_helpers import write_claude_session
+
+    turns = 300
+    transcript = write_claude_session(isolated_env / ".claude" / "projects" / "-work-app" / "backlog.jsonl",
+                                      "5e551012-0000-4000-8000-000000000000",
+                                      [f"turn {n}: the retry backoff now has jitter, case {n} " + "x" * (n % 50)
+                                       for n in range(turns)])
+    index_memory(local_memory(), discover(transcript), embedder=load_embedder, backlog_budget_s=0)
+    texts = Memory.open(local_memory()).scan(["text"]).column("text").to_pylist()
+    lexical_only = status()
+    assert lexical_only["backlog_by_tier"] == {"text": {"chunks": turns, "chars": sum(map(len, texts))}}
+    assert lexical_only["embed_rate"] is None and lexical_only["embed_seconds_left"] is None
+    assert "rate not measured yet" in funes("status").stdout
+
+    report = IndexReport()
+    with open_writer(local_memory()) as writer:
+        embed_backlog(writer, load_embedder(), limit=100, report=report)
+    assert report.embedded == 100
+    pending = Memory.open(local_memory()).scan(["text"], "vector IS NULL").column("text").to_pylist()
+    partial = status()
+    assert partial["backlog_by_tier"] == {"text": {"chunks": len(pending), "chars": sum(map(len, pending))}}
+    rate = partial["embed_rate"]
+    measured = report.backlog_chars / report.embed_seconds
+    assert rate["chars_per_s"] == pytest.approx(measured, rel=0.05)
+    assert rate["chunks_per_s"] == pytest.approx(report.embedded / report.embed_seconds, rel=0.05)
+    assert partial["embed_seconds_left"] == pytest.approx(sum(map(len, pending)) / measured, rel=0.05, abs=0.1)
+    human = funes("status").stdout
+    assert re.search(rf"backlog: text {len(pending)} \(\d+k? chars\); ~\d+ (s|min) left at \d+ chunks/s", human), human
 
 
 def test_unattended_index_must_name_a_target(memory_home):

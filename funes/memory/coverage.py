@@ -40,6 +40,31 @@ CREATE TABLE IF NOT EXISTS scrubbed (    -- chunk ids whose earlier text held a 
     scrubbed_at REAL NOT NULL
 );
 """
+# Each backlog embedding pass: the rate `funes status` estimates from.  Created by the
+# first pass, not with the rest: a memory that never embeds keeps the file it had.
+_EMBED_RUNS = """CREATE TABLE IF NOT EXISTS embed_runs (
+    finished_at REAL NOT NULL,
+    chunks INTEGER NOT NULL,
+    chars INTEGER NOT NULL,
+    seconds REAL NOT NULL
+)"""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRate:
+    """What one backlog embedding pass did: its rate is what the rest will take."""
+    finished_at: float
+    chunks: int
+    chars: int
+    seconds: float
+
+    @property
+    def chars_per_s(self) -> float:
+        return self.chars / max(self.seconds, 1e-3)
+
+    @property
+    def chunks_per_s(self) -> float:
+        return self.chunks / max(self.seconds, 1e-3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +173,22 @@ class Coverage:
     def scrubbed(self) -> dict[str, float]:
         """Each scrubbed chunk id and when it was last scrubbed (Unix time)."""
         return dict(self._db.execute("SELECT id, scrubbed_at FROM scrubbed").fetchall())
+
+    def record_embed_run(self, *, chunks: int, chars: int, seconds: float) -> None:
+        """Remember the rate of a backlog embedding pass (one row a pass, the last 50 kept)."""
+        self._db.execute(_EMBED_RUNS)
+        self._db.execute("INSERT INTO embed_runs (finished_at, chunks, chars, seconds) VALUES (?, ?, ?, ?)",
+                         (time.time(), chunks, chars, seconds))
+        self._db.execute("DELETE FROM embed_runs WHERE rowid NOT IN "
+                         "(SELECT rowid FROM embed_runs ORDER BY finished_at DESC LIMIT 50)")
+
+    def last_embed_rate(self) -> EmbedRate | None:
+        """The rate of the last backlog embedding pass; None when none ran yet."""
+        if not self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embed_runs'").fetchone():
+            return None
+        row = self._db.execute("SELECT finished_at, chunks, chars, seconds FROM embed_runs"
+                               " ORDER BY finished_at DESC LIMIT 1").fetchone()
+        return EmbedRate(*row) if row else None
 
     def last_indexed(self) -> float | None:
         (value,) = self._db.execute("SELECT MAX(indexed_at) FROM units").fetchone()

@@ -52,7 +52,7 @@ import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -115,10 +115,9 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     global _stemmer, _stopwords
     if _stemmer is None:
         import Stemmer
-        from bm25s.stopwords import STOPWORDS_EN_PLUS
 
         _stemmer = Stemmer.Stemmer(TOKENIZER["stemmer"])
-        _stopwords = frozenset(STOPWORDS_EN_PLUS)
+        _stopwords = _bm25s_stopwords()
     memo = _memo
     out = []
     for text in texts:
@@ -235,6 +234,25 @@ def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.n
     return vocab, scores[order], doc[order], indptr
 
 
+def _bm25s_stopwords() -> frozenset[str]:
+    """bm25s's English stop words (``en_plus``), read from its ``stopwords`` module
+    alone: importing the package imports scipy (0.3-0.6 s), which a query needs
+    only when bm25s builds a segment."""
+    import importlib.util
+    import sys
+
+    if "bm25s.stopwords" in sys.modules:
+        return frozenset(sys.modules["bm25s.stopwords"].STOPWORDS_EN_PLUS)
+    package = importlib.util.find_spec("bm25s")  # finds the package without running its __init__
+    assert package is not None and package.submodule_search_locations, "bm25s is a dependency"
+    path = Path(package.submodule_search_locations[0]) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("_funes_bm25s_stopwords", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.STOPWORDS_EN_PLUS)
+
+
 def _head(text: str, limit: int) -> str:
     """At most ``limit`` characters from the start of ``text``, cut at a space when
     one is in the second half."""
@@ -343,10 +361,17 @@ class Segment:
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
+    _id_set: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_docs(self) -> int:
         return len(self.ids)
+
+    @property
+    def id_set(self) -> frozenset[str]:
+        if self._id_set is None:
+            self._id_set = frozenset(self.ids.tolist())
+        return self._id_set
 
     def doc_freq(self, token_id: int) -> int:
         return int(self.indptr[token_id + 1] - self.indptr[token_id])
@@ -387,6 +412,31 @@ class Segment:
         if not len(segment.data) == len(segment.indices) == entries:
             raise ValueError(f"BM25 segment {folder.name} is inconsistent")
         return segment
+
+
+# The segments each folder's manifest named when last opened in this process, with
+# their files' sizes and times.  A committed segment's files never change (a new one
+# gets a new name), so a long-lived reader (the MCP server) that follows the table
+# through version bumps (vectors filled in) reuses what it loaded instead of reading
+# it again; files found changed or gone (damage) are loaded, and checked, anew.
+SEGMENT_FILES = ("ids.npy", "data.npy", "indices.npy", "indptr.npy", "vocab.json")
+_OPENED: dict[Path, dict[str, tuple[tuple[tuple[int, int], ...], Segment]]] = {}
+
+
+def _files_signature(folder: Path) -> tuple[tuple[int, int], ...]:
+    return tuple((stat.st_size, stat.st_mtime_ns) for stat in (os.stat(folder / f) for f in SEGMENT_FILES))
+
+
+def _opened_segment(folder: Path, name: str) -> Segment:
+    signature = _files_signature(folder / name)
+    known = _OPENED.get(folder, {}).get(name)
+    if known is not None and known[0] == signature:
+        return known[1]
+    return Segment.load(folder / name)
+
+
+def _keep_opened(folder: Path, segments: list[Segment]) -> None:
+    _OPENED[folder] = {s.name: (_files_signature(folder / s.name), s) for s in segments}
 
 
 def _npy_bytes(array: np.ndarray) -> memoryview:
@@ -444,15 +494,20 @@ class LexicalIndex:
             try:
                 for name in manifest.get("segments", []):
                     problem = f"{folder.name}/{name} cannot be read"
-                    segments.append(Segment.load(folder / name))
+                    segments.append(_opened_segment(folder, name))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
+            _keep_opened(folder, segments)
             return cls(folder, segments, int(manifest.get("table_version", -1)))
         return cls(folder, [], -1, problem)  # damaged: the caller re-indexes from the table
 
     @property
     def n_docs(self) -> int:
         return sum(s.n_docs for s in self.segments)
+
+    def covers(self, chunk_id: str) -> bool:
+        """Whether some segment indexes ``chunk_id``."""
+        return any(chunk_id in segment.id_set for segment in self.segments)
 
     def covered_ids(self) -> np.ndarray:
         if not self.segments:

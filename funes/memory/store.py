@@ -144,6 +144,33 @@ def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[st
     return documents_from_rows(own + context, wanted)
 
 
+class _NoPandas:
+    """A finder that has no pandas (see :func:`_import_pyarrow_dataset_without_pandas`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is not imported by a reader", name=name)
+        return None
+
+
+def _import_pyarrow_dataset_without_pandas() -> None:
+    """Import ``pyarrow.dataset`` (what ``lance`` imports) without the pandas its
+    module init pulls in: 0.4 s of CPU (over 1 s on a loaded machine) that a cold
+    `funes recall` never uses.  pyarrow then only assumes no pandas for implicit
+    conversions; ``to_pandas``/``from_pandas`` import it when called, and lance
+    imports it lazily itself."""
+    import sys
+
+    if "pyarrow.dataset" in sys.modules or "pandas" in sys.modules:
+        return
+    blocker = _NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        import pyarrow.dataset  # noqa: F401
+    finally:
+        sys.meta_path.remove(blocker)
+
+
 @dataclass
 class MemoryStats:
     chunks: int
@@ -151,6 +178,7 @@ class MemoryStats:
     embedded: int
     per_harness: dict[str, dict[str, int]] = field(default_factory=dict)
     pending_by_tier: dict[int, int] = field(default_factory=dict)
+    pending_chars_by_tier: dict[int, int] = field(default_factory=dict)  # characters awaiting vectors
     version: int = 0
 
 
@@ -170,9 +198,11 @@ class Memory:
         self._checked_deep = False
         self._lexical: LexicalIndex | None = None
         self._absent: dict[str, pa.Field] | None = None  # columns of our schema the table lacks
+        self._vector_indexed: bool | None = None
 
     @classmethod
     def open(cls, location: MemoryLocation) -> Memory:
+        _import_pyarrow_dataset_without_pandas()
         import lance
 
         try:
@@ -343,16 +373,35 @@ class Memory:
         return {key: [(start, text) for _, start, text in sorted(found)] for key, found in pieces.items()}
 
     def _split_blocks(self, rows: Iterable[Mapping[str, Any]], columns: list[str]) -> pa.Table | None:
-        """``columns`` of every chunk of the turns of ``rows`` whose block may be split."""
-        turns: dict[str, set[str]] = {}
-        for row in rows:
-            if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2:
-                turns.setdefault(row["session_id"], set()).add(row["turn_uuid"])
+        """``columns`` of every chunk of the turns of ``rows`` whose block may be split.
+
+        Asked as two IN lists (sessions, turns), whose superset is cut to the exact
+        (session, turn) pairs here: one OR'd condition per session costs a table
+        without scalar indexes (a first index) twice the CPU."""
+        turns = {(row["session_id"], row["turn_uuid"]) for row in rows
+                 if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2}
         if not turns:
             return None
-        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND {sql_in('turn_uuid', sorted(uuids))})"
-                            for sid, uuids in turns.items())
-        return self.scan(columns, where)
+        where = (f"{sql_in('session_id', sorted({sid for sid, _ in turns}))}"
+                 f" AND {sql_in('turn_uuid', sorted({turn for _, turn in turns}))}")
+        table = self.scan(columns, where)
+        pairs = zip(table.column("session_id").to_pylist(), table.column("turn_uuid").to_pylist(), strict=True)
+        return table.filter(pa.array([pair in turns for pair in pairs], pa.bool_())) if table.num_rows else table
+
+    def spans_rows(self, spans: Mapping[str, tuple[int, int]], columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The rows of each session ``{session_id: (seq_min, seq_max)}`` names, in
+        session order (as :meth:`session_rows`), read in one scan: each scan of a
+        table without scalar indexes (a first index) reads the whole filter column."""
+        if not spans:
+            return {}
+        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND seq >= {int(low)} AND seq <= {int(high)})"
+                            for sid, (low, high) in spans.items())
+        out: dict[str, list[dict[str, Any]]] = {sid: [] for sid in spans}
+        for row in self.scan(list(dict.fromkeys(["session_id", *columns])), where).to_pylist():
+            out[row["session_id"]].append(row)
+        for rows in out.values():
+            rows.sort(key=lambda r: (r["seq"], r["block_idx"], r["split_idx"]))
+        return out
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
@@ -374,15 +423,35 @@ class Memory:
             self.damage.lost_versions = 0 if self.damage.unreadable_manifests else lost_versions(
                 self.dataset, index.table_version)
             if index.table_version != self.version:
-                covered = index.covered_ids()
-                table_ids = self.scan(["id"]).column("id").to_numpy(zero_copy_only=False).astype("<U16")
-                missing = np.setdiff1d(table_ids, covered, assume_unique=False)
-                if len(missing):
-                    texts = self.documents([str(m) for m in missing])
-                    ids = [i for i in (str(m) for m in missing) if i in texts]
+                missing = self._unindexed_ids(index)
+                if missing:
+                    texts = self.documents(missing)
+                    ids = [i for i in missing if i in texts]
                     index = index.with_transient(ids, [texts[i] for i in ids])
             self._lexical = index
         return self._lexical
+
+    def _unindexed_ids(self, index: LexicalIndex) -> list[str]:
+        """The ids of this version the BM25 ``index`` (committed at an older table
+        version) lacks.  Rows written since that version live in fragments it did
+        not have (Lance writes changed rows to new fragments; a delete only marks
+        old ones), so only those fragments' ids are read: a write that filled in
+        vectors costs a reader the ids of that batch, not of the whole table.  When
+        that version is gone (cleaned up) or unreadable, every id is compared."""
+        fragments = None
+        if self._intact is None and index.table_version >= 0:
+            try:
+                indexed = {f.fragment_id for f in self.dataset.checkout_version(index.table_version).get_fragments()}
+                fragments = [f for f in self.dataset.get_fragments() if f.fragment_id not in indexed]
+            except Exception:  # noqa: BLE001 - an old version cleaned up or damaged: compare all ids
+                fragments = None
+        if fragments is not None:
+            if not fragments:
+                return []
+            new_ids = self._read(lambda: self.dataset.scanner(columns=["id"], fragments=fragments).to_table())
+            return [i for i in dict.fromkeys(new_ids.column("id").to_pylist()) if not index.covers(i)]
+        table_ids = self.scan(["id"]).column("id").to_numpy(zero_copy_only=False).astype("<U16")
+        return [str(m) for m in np.setdiff1d(table_ids, index.covered_ids(), assume_unique=False)]
 
     def vector_search(self, vector: np.ndarray, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """``(chunk_id, cosine distance)`` of the ``k`` nearest embedded chunks."""
@@ -392,11 +461,21 @@ class Memory:
         def search() -> list[tuple[str, float]]:
             if self._intact is not None:  # Lance searches no subset of fragments: exact search here
                 return self._exact_search(vector, k, where)
-            table = self.dataset.to_table(columns=["id", "_distance"], nearest=nearest, filter=where,
-                                          prefilter=where is not None)
+            condition = where
+            if not self._has_vector_index():
+                # A flat search (a first index, vectors still filling in): only rows with a
+                # vector are compared, and a table with none answers nothing.
+                condition = "vector IS NOT NULL" + (f" AND ({where})" if where else "")
+            table = self.dataset.to_table(columns=["id", "_distance"], nearest=nearest, filter=condition,
+                                          prefilter=condition is not None)
             return list(zip(table.column("id").to_pylist(), table.column("_distance").to_pylist(), strict=True))
 
         return self._read(search)
+
+    def _has_vector_index(self) -> bool:
+        if self._vector_indexed is None:
+            self._vector_indexed = any("vector" in index.get("fields", ()) for index in self.dataset.list_indices())
+        return self._vector_indexed
 
     def _exact_search(self, vector: np.ndarray, k: int, where: str | None) -> list[tuple[str, float]]:
         embedded = "vector IS NOT NULL" + (f" AND ({where})" if where else "")
@@ -418,7 +497,11 @@ class Memory:
         table = self.scan(["session_id", "harness"], None)
 
         frame = pl.from_arrow(table)
-        pending = pl.from_arrow(self.scan(["tier"], awaiting_vector_sql(self.dense_tiers)))
+        # Per pending row its tier and length, the length computed by Lance: a first
+        # index of a million chunks leaves all their text pending.
+        pending = pl.from_arrow(self._read(lambda: self._scanner(
+            columns={"tier": "tier", "chars": "character_length(text)"},
+            filter=awaiting_vector_sql(self.dense_tiers)).to_table()))
         per_harness: dict[str, dict[str, int]] = {}
         if frame.height:
             grouped = frame.group_by("harness").agg(pl.len().alias("chunks"),
@@ -426,15 +509,19 @@ class Memory:
             for row in grouped.iter_rows(named=True):
                 per_harness[row["harness"] or ""] = {"chunks": row["chunks"], "sessions": row["sessions"]}
         pending_by_tier: dict[int, int] = {}
+        pending_chars: dict[int, int] = {}
         if pending.height:
-            for tier, count in pending.group_by("tier").agg(pl.len()).iter_rows():
+            grouped = pending.group_by("tier").agg(pl.len(), pl.col("chars").sum())
+            for tier, count, chars in grouped.iter_rows():
                 pending_by_tier[int(tier or 0)] = int(count)
+                pending_chars[int(tier or 0)] = int(chars or 0)
         return MemoryStats(
             chunks=frame.height,
             sessions=frame.select(pl.struct("harness", "session_id").n_unique()).item() if frame.height else 0,
             embedded=self.count("vector IS NOT NULL"),
             per_harness=dict(sorted(per_harness.items())),
             pending_by_tier=dict(sorted(pending_by_tier.items())),
+            pending_chars_by_tier=dict(sorted(pending_chars.items())),
             version=self.version,
         )
 
@@ -704,12 +791,16 @@ class MemoryWriter:
         """Rows still owed a vector under the memory's tier policy."""
         return int(self.table.count_rows(awaiting_vector_sql(self.dense_tiers)))
 
+    def embedded_count(self) -> int:
+        return int(self.table.count_rows("vector IS NOT NULL"))
+
     def pending_chars(self) -> int:
         """Characters of text still owed a vector (what embedding time follows)."""
         import pyarrow.compute as pc
 
-        texts = self._scan(["text"], awaiting_vector_sql(self.dense_tiers)).column("text")
-        return int(pc.sum(pc.utf8_length(texts)).as_py() or 0) if len(texts) else 0
+        lengths = self.table.to_lance().scanner(columns={"chars": "character_length(text)"},
+                                                filter=awaiting_vector_sql(self.dense_tiers)).to_table().column("chars")
+        return int(pc.sum(lengths).as_py() or 0) if len(lengths) else 0
 
     def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         dim = self.table.schema.field("vector").type.list_size
