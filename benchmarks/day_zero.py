@@ -519,7 +519,10 @@ def coverage_table(r: dict) -> list[str]:
         if s["chunks"] < final_chunks:
             cells = ["(lexical pass)"] * len(tiers)
         else:
-            cells = [f"{100 * (totals[t] - s['pending_by_tier'].get(str(t), 0)) / totals[t]:.1f}" for t in tiers]
+            # A tier neither owed nor given vectors is one the memory's policy leaves to BM25.
+            cells = ["BM25 only" if not s["pending_by_tier"].get(str(t)) and not
+                     (r.get("tiers") or {}).get(str(t), {}).get("embedded_rows", 1)
+                     else f"{100 * (totals[t] - s['pending_by_tier'].get(str(t), 0)) / totals[t]:.1f}" for t in tiers]
         rate = "—" if previous is None else \
             f"{(s['embedded'] - previous['status']['embedded']) / (p['t_s'] - previous['t_s']):.0f}"
         lines.append(f"| {p['t_s'] / 60:.1f} | {s['chunks']:,} | {' | '.join(cells)} | {rate} | {p['load']:.1f} |")
