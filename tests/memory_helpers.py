@@ -81,3 +81,13 @@ def build_memory(home: Path, funes_home: Path) -> None:
             report = index_units(writer, discover())
             assert not report.errors, report.errors
             embed_backlog(writer, load_embedder("cpu"))
+
+
+def same_vector(a, b) -> bool:
+    """Two stored vectors agree: both absent (a tier the memory leaves to BM25), or equal
+    within float noise (same model and inputs, batched differently)."""
+    import numpy as np
+
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(np.allclose(a, b, atol=1e-5))

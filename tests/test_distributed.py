@@ -11,11 +11,11 @@ import sys
 import warnings
 
 import dagster as dg
-import numpy as np
 import pytest
 
 from distributed_services import (BUCKET, MISSING, TOPICS, celery_workers, dagster_home, descendants, postgres_server,
                                   redis_server, s3_server, synthetic_sessions)
+from memory_helpers import same_vector
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING} from the OS packages (.ci/run installs them)")]
@@ -107,4 +107,4 @@ def test_a_celery_backfill_on_postgres_and_s3_builds_the_memory_funes_index_buil
     assert {row["session_id"] for row in by_chain.values()} == {key.split("--", 1)[1] for key in keys}
     for chunk_id, row in by_cli.items():
         assert row["text"] == by_chain[chunk_id]["text"]
-        assert np.allclose(row["vector"], by_chain[chunk_id]["vector"], atol=1e-5), chunk_id
+        assert same_vector(row["vector"], by_chain[chunk_id]["vector"]), chunk_id

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from funes.pipelines.definitions import defs
-from memory_helpers import make_agent_home
+from memory_helpers import make_agent_home, same_vector
 
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
@@ -183,8 +183,6 @@ def _backfill(instance, keys, run_config):
 def test_the_chain_and_funes_index_store_identical_rows_without_thinking(agent_home, instance, tmp_path):
     """`funes index --no-thinking` and a Dagster backfill with include_thinking false
     run the same stage functions: same ids, texts and vectors."""
-    import numpy as np
-
     from funes.cli.index_cmd import run_index
     from funes.memory.location import location_for
     from funes.traces import discover
@@ -203,7 +201,7 @@ def test_the_chain_and_funes_index_store_identical_rows_without_thinking(agent_h
     for chunk_id, row in by_cli.items():
         assert row["text"] == by_chain[chunk_id]["text"]
         # Same model, same inputs; batches differ (backlog vs per session), hence allclose.
-        assert np.allclose(row["vector"], by_chain[chunk_id]["vector"], atol=1e-5), chunk_id
+        assert same_vector(row["vector"], by_chain[chunk_id]["vector"]), chunk_id
     # The chain's intermediate values are gone once stored (parsed turns are unredacted).
     assert not any((tmp_path / "by-chain" / "pipeline").rglob("*.pickle"))
 
