@@ -112,3 +112,23 @@ def test_scrub_redacts_the_commands_a_turn_carries_and_keeps_its_rows(isolated_e
     assert [{k: r[k] for k in ("id", "text", "vector")} for r in after] == before
     assert after[0]["commands"].startswith("deploy --token [REDACTED:") and after[0]["files"] == "\nsrc/deploy.py\tread\n"
     assert contains_a_secret(memory_text(isolated_env / ".funes")) == []
+
+
+def test_scrub_embeds_the_replacements_the_tier_policy_owes_a_vector(isolated_env, capsys):
+    """A replaced tool call is left to BM25, as a first index leaves it; replaced text
+    gets its vector again."""
+    secret = next(s for s in SECRETS if s.kind == "github_classic_pat")
+    session = "c0ffee00-0000-4000-8000-000000000003"
+    write_memory([
+        chunk(session, 1, f"the token is {secret.value}, keep it out of the logs"),
+        chunk(session, 2, json.dumps({"command": f"deploy --token {secret.value}"}), block_type="tool_use",
+              tool_name="Bash", tier=2),
+    ])
+    assert run_cli("scrub") == 0
+    capsys.readouterr()
+    rows = lance.dataset(str(isolated_env / ".funes" / "memory" / "chunks.lance")).to_table(
+        columns=["block_type", "text", "vector"]).to_pylist()
+    assert sorted(r["block_type"] for r in rows) == ["text", "tool_use"]
+    assert all("[REDACTED:" in r["text"] for r in rows)
+    by_type = {r["block_type"]: r["vector"] for r in rows}
+    assert by_type["text"] is not None and by_type["tool_use"] is None

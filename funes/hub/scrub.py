@@ -4,7 +4,8 @@ Index-time redaction can miss a secret (a memory indexed before a rule existed, 
 another tool).  Scrub rebuilds every stored block from its chunks and redacts it whole:
 
 * a secret that can be located is replaced by ``[REDACTED:<rule>]``, the block is split
-  again and only its replacement chunks are re-embedded (clean blocks keep theirs);
+  again and only its replacement chunks are re-embedded, those of the memory's dense
+  tiers (clean blocks keep theirs);
 * a block whose secret cannot be located safely is dropped entirely;
 * the files and commands a turn's chunks carry are redacted the same way (cleared
   when a secret cannot be located), their rows otherwise unchanged;
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
+
+import numpy as np
 
 from funes.chunking import Chunk, chunk_id, split_text
 from funes.hub.gate import block_text
@@ -73,6 +76,20 @@ def _redacted_provenance(rows: list[dict], report: ScrubReport) -> dict[tuple[st
     return redacted
 
 
+def _owed_vectors(chunks: list[Chunk], tiers: tuple[int, ...], embedder: TextEmbedder) -> np.ndarray | None:
+    """Vectors for ``chunks``, one row each: embedded for the chunks of the memory's
+    dense ``tiers``, NaN (stored as no vector) for the others, which the tier policy
+    leaves to BM25, as a first index does."""
+    owed = [i for i, c in enumerate(chunks) if c.tier in tiers]
+    if not owed:
+        return None
+    embedded = embedder.embed([embedding_input(chunks[i].text, chunks[i].block_type, chunks[i].tool_name)
+                               for i in owed])
+    vectors = np.full((len(chunks), embedded.shape[1]), np.nan, dtype=np.float32)
+    vectors[owed] = embedded
+    return vectors
+
+
 def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
     """Redact or drop every block of ``writer``'s memory holding a secret (see the module)."""
     rows = writer.table.search().select(list(ROW_COLUMNS)).limit(None).to_arrow().to_pylist()
@@ -116,10 +133,7 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         writer.table.update(where=f"{sql_in('session_id', [session_id])} AND {sql_in('turn_uuid', [turn_uuid])}",
                             values=values)
     if removed:
-        vectors = None
-        if replacements:
-            vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in replacements])
-        writer.replace_chunks(removed, replacements, vectors)
+        writer.replace_chunks(removed, replacements, _owed_vectors(replacements, writer.dense_tiers, embedder))
     report.chunks_removed, report.chunks_written = len(removed), len(replacements)
     report.provenance_redacted = len(set(reprovenanced) - set(removed))
     report.removed_ids = removed
