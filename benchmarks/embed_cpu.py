@@ -6,16 +6,19 @@ Prints, as JSON lines:
   * token counts of real transcript chunks (split by funes.chunking.split_text) per
     split size, i.e. how often the 256-token window sees the whole chunk, to choose
     the split size;
-  * whether int8 dynamic quantisation (per-channel, MatMul only) is worth offering:
-    its speed and its fidelity to the fp32 vectors;
+  * int8 (funes.embedding.quantise_onnx: the fused BERT graph with dynamic
+    per-channel quantisation): its speed and its fidelity to the fp32 vectors;
   * ``settings``: at the real chunk-length mix (chunks cut like the memory's
     600-character splitter cuts real transcript text), chunks/s wall and per
     CPU-second (``time.process_time``, which other processes on shared cores move
     far less than wall time) for fp32 and int8 at 1 and 2 threads and batches of
     16/32/64, and the share of the time spent tokenising (the most overlapping
-    tokenisation with inference could save).
+    tokenisation with inference could save);
+  * ``backlog`` (with ``--memory``): the newest ``--chunks`` rows a real memory
+    still owes a vector, per tier and precision, embedded as embed_backlog does.
 
-Usage: python benchmarks/embed_cpu.py [--chunks 256] [--figures throughput cold tokens int8]
+Usage: python benchmarks/embed_cpu.py [--chunks 256] [--figures throughput cold tokens int8 settings backlog]
+       [--memory FUNES_HOME/memory]
 Uses $FUNES_HOME (default ~/.funes) for the ONNX export; run with a scratch
 FUNES_HOME to leave a real one alone.
 """
@@ -24,9 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 from funes.chunking import SPLIT_OVERLAP, split_text  # noqa: E402
-from funes.embedding import MAX_TOKENS, OnnxEmbedder, onnx_path  # noqa: E402
+from funes.embedding import MAX_TOKENS, PRECISIONS, OnnxEmbedder, onnx_path  # noqa: E402
 
 SIZES = (500, 600, 800, 1200)
-FIGURES = ("throughput", "cold", "tokens", "int8", "settings")
+FIGURES = ("throughput", "cold", "tokens", "int8", "settings", "backlog")
 SPLIT_SIZES = (400, 500, 550, 600, 700, 800, 1000, 1200)
 
 
@@ -121,14 +124,6 @@ def token_distribution(embedder: OnnxEmbedder) -> list[dict]:
     return records
 
 
-def quantised_copy(model: Path, folder: Path) -> Path:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    target = folder / "model.int8.onnx"
-    quantize_dynamic(model, target, per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
-    return target
-
-
 def neighbour_overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
     def top(vectors: np.ndarray) -> np.ndarray:
         sims = vectors @ vectors.T
@@ -140,20 +135,19 @@ def neighbour_overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
 
 
 def int8_figures(fp32: OnnxEmbedder, chunks: list[str]) -> dict:
-    with tempfile.TemporaryDirectory() as scratch:
-        int8 = OnnxEmbedder(model_file=quantised_copy(onnx_path(), Path(scratch)))
-        reference, quantised = fp32.embed(chunks), int8.embed(chunks)
-        cos = (reference * quantised).sum(axis=1)
-        sample = chunks[:256]
-        return {
-            "figure": "int8_dynamic_per_channel_matmul",
-            "chunks": len(chunks),
-            "chunks_per_s_fp32": round(throughput(fp32, sample, repeats=3), 1),
-            "chunks_per_s_int8": round(throughput(int8, sample, repeats=3), 1),
-            "cos_mean": round(float(cos.mean()), 5),
-            "cos_min": round(float(cos.min()), 5),
-            "top10_neighbour_overlap": round(neighbour_overlap(reference, quantised), 3),
-        }
+    int8 = OnnxEmbedder(precision="int8")
+    reference, quantised = fp32.embed(chunks), int8.embed(chunks)
+    cos = (reference * quantised).sum(axis=1)
+    sample = chunks[:256]
+    return {
+        "figure": "int8_dynamic_fused",
+        "chunks": len(chunks),
+        "chunks_per_s_fp32": round(throughput(fp32, sample, repeats=3), 1),
+        "chunks_per_s_int8": round(throughput(int8, sample, repeats=3), 1),
+        "cos_mean": round(float(cos.mean()), 5),
+        "cos_min": round(float(cos.min()), 5),
+        "top10_neighbour_overlap": round(neighbour_overlap(reference, quantised), 3),
+    }
 
 
 def timed(embedder: OnnxEmbedder, texts: list[str], repeats: int) -> tuple[float, float]:
@@ -173,9 +167,9 @@ def settings_figures(count: int, repeats: int) -> list[dict]:
 
     texts = corpus.realistic_chunks(count, split_size=SPLIT_SIZE, seed=2)
     records = []
-    scratch = tempfile.TemporaryDirectory()
-    for precision, model in (("fp32", onnx_path()), ("int8", quantised_copy(onnx_path(), Path(scratch.name)))):
-        embedder = OnnxEmbedder(model_file=model)
+    for precision in PRECISIONS:
+        embedder = OnnxEmbedder(precision=precision)
+        model = onnx_path(precision)
         for threads in sorted({1, cpu_threads()}):
             embedder._session = cpu_session(model, threads=threads)
             for batch in (16, 32, 64):
@@ -185,11 +179,44 @@ def settings_figures(count: int, repeats: int) -> list[dict]:
                                 "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
                                 "chunks_per_s": round(wall, 1), "chunks_per_cpu_s": round(cpu, 1)})
                 emit(records[-1])
-    scratch.cleanup()
     start = time.process_time()
     embedder._tokenizer.encode_batch(texts)
     records.append({"figure": "tokenise_cpu_s", "chunks": len(texts), "cpu_s": round(time.process_time() - start, 3)})
     emit(records[-1])
+    return records
+
+
+def backlog_figures(memory: Path, count: int) -> list[dict]:
+    """A real backlog's rate as ``embed_backlog`` meets it: the ``count`` newest rows
+    still owed a vector of each default tier, embedded in its 256-row calls, per
+    precision: chunks/s wall and per CPU-second, and the share of distinct texts."""
+    import lance
+
+    from funes.embedding import DENSE_TIERS
+    from funes.indexing import EMBED_WRITE_BATCH, embedding_input
+
+    table = lance.dataset(str(memory / "chunks.lance"))
+    records = []
+    for tier in DENSE_TIERS:
+        rows = table.to_table(columns=["text", "block_type", "tool_name", "ts"],
+                              filter=f"vector IS NULL AND tier = {tier}").to_pylist()
+        rows.sort(key=lambda r: str(r["ts"] or ""), reverse=True)
+        texts = [embedding_input(r["text"] or "", r["block_type"], r["tool_name"]) for r in rows[:count]]
+        for precision in PRECISIONS:
+            embedder = OnnxEmbedder(precision=precision)
+            embedder.embed(texts[:32])
+            wall, cpu = time.perf_counter(), time.process_time()
+            for start in range(0, len(texts), EMBED_WRITE_BATCH):
+                embedder.embed(texts[start:start + EMBED_WRITE_BATCH])
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            records.append({"figure": "backlog", "tier": tier, "owed": len(rows), "precision": precision,
+                            "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
+                            "distinct_per_call": round(sum(len(set(texts[s:s + EMBED_WRITE_BATCH]))
+                                                           for s in range(0, len(texts), EMBED_WRITE_BATCH))
+                                                       / len(texts), 3),
+                            "chunks_per_s": round(len(texts) / wall, 1), "chunks_per_cpu_s": round(len(texts) / cpu, 1),
+                            "load": round(os.getloadavg()[0], 1)})
+            emit(records[-1])
     return records
 
 
@@ -234,11 +261,12 @@ def render(records: list[dict]) -> str:
             lines += ["", f"Tokenising those chunks takes {tokenise['cpu_s']} CPU-seconds: the most that overlapping"
                       " it with inference could save."]
         lines += [""]
-    if "int8_dynamic_per_channel_matmul" in by:
-        q = by["int8_dynamic_per_channel_matmul"][0]
-        lines += [f"int8 (dynamic, per-channel, MatMul only): {q['chunks_per_s_int8']} vs {q['chunks_per_s_fp32']}"
-                  f" chunks/s fp32, but cosine to fp32 {q['cos_mean']} on average ({q['cos_min']} worst) and top-10"
-                  f" neighbour overlap {q['top10_neighbour_overlap']}: not offered (one memory, one precision)."]
+    if "int8_dynamic_fused" in by:
+        q = by["int8_dynamic_fused"][0]
+        lines += [f"int8 (`funes.embedding.quantise_onnx`: fused BERT graph, dynamic per-channel):"
+                  f" {q['chunks_per_s_int8']} vs {q['chunks_per_s_fp32']} chunks/s fp32, cosine to fp32"
+                  f" {q['cos_mean']} on average ({q['cos_min']} worst), top-10 neighbour overlap"
+                  f" {q['top10_neighbour_overlap']}; its recall: BENCHMARKS.md \"Recall by embedded tier and precision\"."]
     return "\n".join(lines)
 
 
@@ -247,6 +275,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=256, help="chunks per throughput measurement")
     parser.add_argument("--repeats", type=int, default=2, help="throughput runs per figure (best is kept)")
     parser.add_argument("--figures", nargs="+", choices=FIGURES, default=FIGURES)
+    parser.add_argument("--memory", type=Path, help="for --figures backlog: a memory folder with a backlog")
     parser.add_argument("--write", action="store_true", help="also write the Embedding section of BENCHMARKS.md")
     args = parser.parse_args()
     records: list[dict] = []
@@ -271,6 +300,8 @@ def main() -> None:
         record(int8_figures(embedder, corpus.chunks_of_size(800, 1000, seed=1)))
     if "settings" in args.figures:
         records.extend(settings_figures(args.chunks, args.repeats))
+    if "backlog" in args.figures and args.memory:
+        records.extend(backlog_figures(args.memory, args.chunks))
     if args.write:
         from report import write_section
 

@@ -462,8 +462,20 @@ default, tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
 0.561 on LoCoMo in process, against 0.797 / 0.438 and 0.782 / 0.561 with every
 tier.  The leave-one-out estimates (`--tiers-cv`: the ranking grid chosen again
 without each fold, 243 settings a row on coding) did not finish in 10 minutes at
-load 9–17 and were not run; the per-fold rows are at the shipped weights.  int8
-documents (`--precisions int8`) were not measured on recall in this round.
+load 9–17 and were not run; the per-fold rows are at the shipped weights.
+
+*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, dynamic per-channel
+int8, derived locally from the fp32 export), every row and question embedded again,
+against every tier's fp32 vectors: with int8 queries too, coding 0.797 / 0.436
+against 0.797 / 0.438 (R@10 equal on every session; MRR@10 within 0.005 on five,
+−0.023 on d6e0bada's 4 questions) and LoCoMo 0.777 / 0.561 against 0.782 / 0.561
+(R@10 by conversation 0, −0.013, −0.007, 0, −0.002; MRR@10 −0.007 to +0.005).
+Paired by fold the LoCoMo R@10 change is −0.004 ± 0.006 (mean ± sd of 5 folds,
+t ≈ −1.8, not significant), a fifth of the spread between conversations
+(0.737–0.806) and a quarter of what text vectors add (0.019): within noise, though
+no fold gains.  int8 documents with fp32 queries lose more (coding R@10 0.787,
+258c7280 −0.030): documents and queries must share a precision.  nDCG and the
+leave-one-out estimates for the int8 rows were not run (time).
 """
 
 
@@ -471,7 +483,7 @@ def _group_of(name: str):
     return (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
 
 
-def tier_ablation(kit: Path, corpora: dict[str, Path], work: Path, precisions: Sequence[str] = (),
+def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str] = (),
                   cross_validate: bool = False) -> dict:
     """The shipped ranking with vectors only for some tiers (rows without one found by
     BM25 only, as in a memory whose backlog stopped there), and with documents and
@@ -495,7 +507,7 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], work: Path, precisions: S
         settings: list[tuple[str, frozenset[int] | None, str | None, str | None]] = [
             (label, tiers, None, None) for label, tiers in TIER_SETTINGS]
         for precision in precisions:
-            dev.reembedded(precision, embedder_at(precision, work))
+            dev.reembedded(precision, embedder_at(precision))
             settings += [(f"{precision} documents, fp32 queries", None, precision, None),
                          (f"{precision} documents, {precision} queries", None, precision, precision)]
         present = frozenset(row["tier"] for row in dev.rows.values())
@@ -521,20 +533,14 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], work: Path, precisions: S
     return out
 
 
-def embedder_at(precision: str, work: Path):
-    """The CPU embedder at ``precision``: ``int8`` is embed_cpu.py's dynamic
-    quantisation of the cached fp32 export, made once under ``work``."""
-    from embed_cpu import quantised_copy
+def embedder_at(precision: str):
+    """The product's CPU embedder at ``precision`` (its int8 model derived from the
+    cached fp32 export, as a memory stamped int8 gets it)."""
+    from funes.embedding import PRECISIONS, OnnxEmbedder
 
-    from funes.embedding import OnnxEmbedder, onnx_path
-
-    if precision != "int8":
-        raise SystemExit(f"unknown precision {precision!r}: int8")
-    OnnxEmbedder()  # exports the fp32 model when the cache lacks it
-    target = work / "model.int8.onnx"
-    if not target.is_file():
-        quantised_copy(onnx_path(), work)
-    return OnnxEmbedder(model_file=target)
+    if precision not in PRECISIONS:
+        raise SystemExit(f"unknown precision {precision!r}: {', '.join(PRECISIONS)}")
+    return OnnxEmbedder(precision=precision)
 
 
 def tier_choice(result: dict) -> dict:
@@ -761,7 +767,7 @@ def main(argv: list[str] | None = None) -> int:
                                   latency(scaled / "memory", home / "cache", queries)))
     if args.tiers:
         precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
-        tier_result = tier_ablation(kit, corpora, args.work, precisions, cross_validate=args.tiers_cv)
+        tier_result = tier_ablation(kit, corpora, precisions, cross_validate=args.tiers_cv)
         tiers = "\n".join(tier_tables(tier_result))
         print(tiers)
         if args.write:

@@ -12,9 +12,12 @@ then L2 normalisation, 256-token window):
 
 Both are fp32 runs of the same weights, so a memory indexed on a GPU is queried on
 CPU (ONNX vs sentence-transformers on CPU agree to cos > 0.9999, see the tests;
-benchmarks/gpu_embed.py checks GPU vs CPU).  Lower precisions change vectors enough
-to move nearest neighbours (int8: cos 0.993, top-10 overlap 0.93, for 1.6x speed;
-benchmarks/embed_cpu.py), so they are not offered: one memory, one precision.
+benchmarks/gpu_embed.py checks GPU vs CPU).  ``OnnxEmbedder(precision="int8")``
+runs an int8 model derived locally from the fp32 export (:func:`quantise_onnx`):
+1.4-1.8x the chunks per CPU-second, cos ~0.99 to fp32, recall within noise on both
+dev sets when documents and queries are both int8 (BENCHMARKS.md).  Memories are
+not yet stamped with a precision, so the product embeds fp32 only; the benchmarks
+use int8.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ DIM = 384
 MAX_TOKENS = 256
 # On 2 CPU cores batches of 32 beat 64; a GPU wants far larger ones.
 CPU_BATCH_SIZE = 32
+# fp32: the exported weights as they are; int8: dynamic quantisation of the fused
+# graph (quantise_onnx), derived locally from the fp32 export.
+PRECISIONS = ("fp32", "int8")
 CUDA_BATCH_SIZE = 256
 DEVICES = ("auto", "cpu", "cuda")
 ONNX_OPSET = 17
@@ -267,6 +273,11 @@ def cpu_session(path: Path, threads: int | None = None) -> onnxruntime.Inference
     options.intra_op_num_threads = threads or cpu_threads()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
+    # Idle intra-op threads sleep instead of spinning: on shared cores (the indexer
+    # at niceness 10 beside readers) spinning burns CPU others need, and the work
+    # waits on a descheduled spinner (BENCHMARKS.md "Embedding": +23 % chunks per
+    # CPU-second at load 5).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -379,9 +390,58 @@ class Embedder(ABC):
         return np.zeros((0, self.identity.dim), dtype=np.float32)
 
 
-def onnx_path() -> Path:
-    """Where the ONNX export of the shipped weights is cached."""
-    return models_dir() / IDENTITY.revision / "model.onnx"
+def onnx_path(precision: str = "fp32") -> Path:
+    """Where the ONNX model of the shipped weights at ``precision`` is cached."""
+    return models_dir() / IDENTITY.revision / ("model.onnx" if precision == "fp32" else f"model.{precision}.onnx")
+
+
+def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | None = None) -> None:
+    """Write ``source`` with int8 dynamic quantisation (per-channel weights) to
+    ``target`` (atomically); the same input gives the same bytes.
+
+    ``fuse_bert`` (attention heads, hidden size) first fuses the BERT graph
+    (onnxruntime's transformer optimizer: one Attention, SkipLayerNorm and Gelu op a
+    layer) and then quantises every op it can, attention and the embedding tables
+    included; without it only MatMul weights are quantised.  Neither step imports
+    torch or reads the network.
+    """
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as scratch:
+        model, options = source, {}
+        # The optimizer and quantize_dynamic log hints on the root logger at WARNING.
+        logging.disable(logging.WARNING)
+        try:
+            if fuse_bert:
+                from onnxruntime.transformers.optimizer import optimize_model
+
+                heads, hidden = fuse_bert
+                model = Path(scratch) / "fused.onnx"
+                optimize_model(str(source), model_type="bert", num_heads=heads, hidden_size=hidden,
+                               opt_level=1).save_model_to_file(str(model))
+                # Fused ops are outside the ONNX domain, where shape inference stops.
+                options = {"DefaultTensorType": 1}  # onnx.TensorProto.FLOAT
+            ops = None if fuse_bert else ["MatMul"]
+            quantize_dynamic(model, Path(scratch) / "int8.onnx", per_channel=True, op_types_to_quantize=ops,
+                             weight_type=QuantType.QInt8, extra_options=options)
+        finally:
+            logging.disable(logging.NOTSET)
+        write_atomically(target, (Path(scratch) / "int8.onnx").read_bytes())
+
+
+def cached_model(precision: str = "fp32") -> Path:
+    """The cached model at ``precision``, derived from the shipped weights when
+    absent (the int8 one from the fp32 export: no network, no torch once that exists)."""
+    path = onnx_path(precision)
+    if not path.is_file():
+        if precision == "fp32":
+            export_embedding_onnx(path)
+        else:
+            quantise_onnx(cached_model("fp32"), path, fuse_bert=(12, IDENTITY.dim))
+    return path
 
 
 def export_embedding_onnx(path: Path) -> None:
@@ -414,11 +474,14 @@ class OnnxEmbedder(Embedder):
 
     device = "cpu"
 
-    def __init__(self, model_file: Path | None = None, batch_size: int = CPU_BATCH_SIZE):
+    def __init__(self, model_file: Path | None = None, batch_size: int = CPU_BATCH_SIZE, precision: str = "fp32"):
         from tokenizers import Tokenizer
 
+        if precision not in PRECISIONS:
+            raise UsageError(f"unknown embedding precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+        self.precision = precision
         self.batch_size = batch_size
-        self.model_file = model_file or onnx_path()
+        self.model_file = model_file or onnx_path(precision)
         self._session = cpu_session(model_file) if model_file else self._cached_session()
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(shipped_model_dir() / "tokenizer.json"))
@@ -429,14 +492,14 @@ class OnnxEmbedder(Embedder):
 
     def _cached_session(self) -> Any:
         """A session on the cached export, exporting it first when absent."""
-        if not self.model_file.is_file():
-            export_embedding_onnx(self.model_file)
+        cached_model(self.precision)
         try:
             return cpu_session(self.model_file)
         except Exception:  # onnxruntime raises its own error types for unreadable models
             # Exports are written atomically, so something else damaged this file:
             # derive it again from the weights.
-            export_embedding_onnx(self.model_file)
+            self.model_file.unlink(missing_ok=True)
+            cached_model(self.precision)
             return cpu_session(self.model_file)
 
     def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
@@ -447,7 +510,11 @@ class OnnxEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return self._empty()
-        return run_length_sorted(self._tokenizer.encode_batch(list(texts)), self.batch_size, self._run)
+        # Equal texts get equal vectors: each distinct text is run once (repeated
+        # tool output, the same file read again, is common in a backlog page).
+        distinct, position = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+        vectors = run_length_sorted(self._tokenizer.encode_batch(distinct.tolist()), self.batch_size, self._run)
+        return vectors[position.reshape(-1)]
 
 
 class SentenceTransformersEmbedder(Embedder):

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +35,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from funes.config import models_dir, state_dir
-from funes.embedding import cpu_session, export_onnx, file_sha256, quiet_model_loading, run_length_sorted, write_atomically
+from funes.embedding import (
+    cpu_session,
+    export_onnx,
+    file_sha256,
+    quantise_onnx,
+    quiet_model_loading,
+    run_length_sorted,
+    write_atomically,
+)
 
 DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 PRECISIONS = ("int8", "fp32")
@@ -126,23 +132,6 @@ def _weights_in(folder: Path) -> Path | None:
     return next((folder / name for name in WEIGHT_FILES if (folder / name).is_file()), None)
 
 
-def _quantise(source: Path, target: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    # quantize_dynamic logs a pre-processing hint on the root logger at WARNING.
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(source, temp, per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    finally:
-        logging.disable(logging.NOTSET)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-
-
 def export_reranker(folder: Path, export: CachedExport, precision: str) -> None:
     """Derive the cached files for ``precision`` from the cross-encoder in ``folder``.
 
@@ -168,7 +157,7 @@ def export_reranker(folder: Path, export: CachedExport, precision: str) -> None:
         input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
         export_onnx(model.eval(), input_names, "logits", {0: "batch"}, fp32)
     if precision == "int8" and not export.model("int8").is_file():
-        _quantise(fp32, export.model("int8"))
+        quantise_onnx(fp32, export.model("int8"))
 
 
 def reranker_from_folder(folder: Path, *, model_id: str, precision: str) -> Reranker:

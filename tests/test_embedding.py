@@ -271,3 +271,51 @@ def test_torch_build_kind_is_read_without_importing_torch(tmp_path, monkeypatch,
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     assert embedding._torch_build_has_gpu() is has_gpu
+
+
+# --------------------------------------------------------------------------- speed levers
+
+
+def test_equal_texts_are_run_once_and_get_equal_vectors(onnx_embedder, monkeypatch):
+    texts = real_texts()[:6]
+    alone = onnx_embedder.embed(texts)
+    rows_run = []
+    real_run = onnx_embedder._run
+    monkeypatch.setattr(onnx_embedder, "_run", lambda feed: (rows_run.append(len(feed["input_ids"])), real_run(feed))[1])
+    repeated = [texts[i] for i in (0, 1, 0, 2, 3, 1, 4, 5, 0)]
+    vectors = onnx_embedder.embed(repeated)
+    assert sum(rows_run) == 6  # each distinct text once
+    np.testing.assert_allclose(vectors, alone[[0, 1, 0, 2, 3, 1, 4, 5, 0]], atol=1e-5)
+
+
+def test_unknown_precision_is_a_usage_error():
+    with pytest.raises(UsageError, match="precision 'fp16'"):
+        OnnxEmbedder(precision="fp16")
+
+
+@pytest.mark.slow
+def test_int8_model_is_derived_locally_the_same_each_time_and_stays_near_fp32(onnx_embedder, shared_cache, tmp_path,
+                                                                             monkeypatch):
+    # A fresh cache holding only the fp32 export: the int8 file comes from it, never
+    # from the network or the weights again.
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))
+    fp32 = onnx_path()
+    fp32.parent.mkdir(parents=True)
+    fp32.write_bytes((shared_cache / "models" / IDENTITY.revision / "model.onnx").read_bytes())
+    monkeypatch.setattr(embedding, "export_embedding_onnx", lambda path: pytest.fail("int8 re-exported the weights"))
+
+    int8 = OnnxEmbedder(precision="int8")
+    path = onnx_path("int8")
+    assert int8.model_file == path and path.is_file()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.int8.onnx", "model.onnx"]  # no temp files left
+    digest = file_sha256(path)
+    path.unlink()
+    again = OnnxEmbedder(precision="int8")
+    assert file_sha256(path) == digest
+
+    texts = real_texts()
+    quantised, reference = again.embed(texts), onnx_embedder.embed(texts)
+    np.testing.assert_allclose(np.linalg.norm(quantised, axis=1), 1.0, atol=1e-5)
+    cosines = (quantised * reference).sum(axis=1)
+    assert cosines.min() > 0.95 and cosines.mean() > 0.98, cosines
+    assert not np.allclose(quantised, reference, atol=1e-4)  # it really is another model
