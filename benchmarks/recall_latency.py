@@ -151,12 +151,19 @@ def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
+    first: dict[str, float] = {}
+
     async def measure() -> list[float]:
         server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=env)
+        started = time.perf_counter()
         async with stdio_client(server, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            for query in queries[:3]:
+            first["start_ms"] = round((time.perf_counter() - started) * 1000, 1)
+            for number, query in enumerate(queries[:3]):
+                called = time.perf_counter()
                 await session.call_tool("recall", {"query": query})
+                if number == 0:  # the server's first recall: it opens the memory and loads the models
+                    first["first_recall_ms"] = round((time.perf_counter() - called) * 1000, 1)
             samples = []
             for query in queries:
                 started = time.perf_counter()
@@ -166,19 +173,89 @@ def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
                     raise SystemExit(f"recall failed: {result.content}")
             return samples
 
-    return percentiles(anyio.run(measure))
+    samples = anyio.run(measure)
+    return {**percentiles(samples), **first}
 
 
 def cold_runs(env: dict[str, str], queries: list[str]) -> dict:
-    samples, cpu = [], []
+    """Wall, CPU (user + system, every thread) and peak RSS of one new `funes recall`
+    process per query."""
+    samples, cpu, rss = [], [], []
     for query in queries:
         started = time.perf_counter()
-        before = os.times()
-        subprocess.run([*FUNES, "recall", query], env=env, check=True, capture_output=True)
-        after = os.times()
+        process = subprocess.Popen([*FUNES, "recall", query], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
         samples.append(time.perf_counter() - started)
-        cpu.append(after.children_user + after.children_system - before.children_user - before.children_system)
-    return {**percentiles(samples), "cpu_p50_ms": round(sorted(cpu)[len(cpu) // 2] * 1000, 1)}
+        if os.waitstatus_to_exitcode(status):
+            raise SystemExit(f"funes recall failed: {process.stderr.read().decode(errors='replace')}")
+        process.stderr.close()
+        process.returncode = 0
+        cpu.append(usage.ru_utime + usage.ru_stime)
+        rss.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return {**percentiles(samples), "cpu_p50_ms": round(sorted(cpu)[len(cpu) // 2] * 1000, 1),
+            "rss_p50_mb": round(sorted(rss)[len(rss) // 2])}
+
+
+def cold_phases(env: dict[str, str], query: str) -> list[tuple[str, float, float]]:
+    """(step, wall ms, CPU ms) of one cold `funes recall`: benchmarks/cold_recall_phases.py."""
+    script = Path(__file__).with_name("cold_recall_phases.py")
+    out = subprocess.run([sys.executable, str(script), query], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return [tuple(row) for row in json.loads(out.stdout.splitlines()[-1])]
+
+
+def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, write: bool) -> None:
+    """Cold `funes recall` (wall, CPU, RSS, a timed breakdown) and the MCP server's
+    first and warm recalls against an existing memory, as its user has it (the
+    reranker as configured); with ``during``, also while `funes index --yes` runs on it."""
+    env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
+    if home is not None:
+        env["HOME"] = str(home)
+    queries = (QUERIES * (runs // len(QUERIES) + 1))[:runs]
+    query = "why did the build fail after the migration"
+    rows = [("no indexer running", load_average(), cold_runs(env, [query, *queries]), mcp_warm(env, QUERIES))]
+    phases = cold_phases(env, query)
+    indexer = None
+    if during:
+        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            start_count = embedded_count(funes_home)
+            while embedded_count(funes_home) == start_count:  # discovery, the model load: wait for vectors
+                if indexer.poll() is not None:
+                    raise SystemExit("funes index --yes ended before embedding")
+                time.sleep(1)
+            rows.append(("`funes index --yes` running", load_average(), cold_runs(env, [query, *queries]),
+                         mcp_warm(env, QUERIES)))
+            during_phases = cold_phases(env, query)
+        finally:
+            indexer.send_signal(__import__("signal").SIGINT)
+            indexer.wait()
+    chunks = __import__("lance").dataset(str(funes_home / "memory" / "chunks.lance")).count_rows()
+    lines = ["| while | load (1/5/15 min) | cold `funes recall` p50 / p95 ms | CPU p50 ms | RSS p50 MB"
+             " | MCP start / first recall / warm p50 ms |", "| --- | --- | --- | --- | --- | --- |"]
+    for label, load, cold_run, mcp in rows:
+        lines.append(f"| {label} | {load} | {cold_run['p50_ms']} / {cold_run['p95_ms']} | {cold_run['cpu_p50_ms']}"
+                     f" | {cold_run['rss_p50_mb']} | {mcp['start_ms']} / {mcp['first_recall_ms']} / {mcp['p50_ms']} |")
+    lines += ["", "| step of one cold recall | wall ms | CPU ms |" + (" wall / CPU ms while indexing |" if during else ""),
+              "| --- | --- | --- |" + (" --- |" if during else "")]
+    for number, (name, wall, cpu) in enumerate(phases):
+        extra = ""
+        if during and number < len(during_phases) and during_phases[number][0] == name:
+            extra = f" {during_phases[number][1]} / {during_phases[number][2]} |"
+        lines.append(f"| {name} | {wall} | {cpu} |{extra}")
+    body = "\n".join([
+        f"`python benchmarks/recall_latency.py --memory-home {funes_home.name} --runs {runs}"
+        f"{' --during' if during else ''}` — {chunks:,} chunks; {runs + 1} cold `funes recall` processes per row"
+        " (reranker as configured), the MCP server's start, first recall and warm p50 over"
+        f" {len(QUERIES)} recalls; steps of one cold recall timed in-process (they overlap: the embedder"
+        " loads in a thread). Goals (issue 14): cold ≤ 0.8 s after indexing, ≤ 1 s while a first index runs.",
+        "", f"Machine: {machine()}.", "", *lines])
+    print(body)
+    if write:
+        write_section("Cold recall on a given memory", body)
 
 
 def load_average() -> str:
@@ -243,6 +320,9 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--first-index", type=int, help="measure a first index of about this many chunks instead")
     ap.add_argument("--runs", type=int, default=7, help="cold processes per row (--first-index)")
+    ap.add_argument("--memory-home", type=Path, help="measure cold recall against this existing FUNES_HOME instead")
+    ap.add_argument("--home", type=Path, help="HOME for --memory-home (where its transcripts are)")
+    ap.add_argument("--during", action="store_true", help="--memory-home: also while `funes index --yes` runs on it")
     ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -251,6 +331,9 @@ def main() -> int:
         return 0
     if args.warm:
         print(json.dumps(warm_run(json.loads(args.warm))))
+        return 0
+    if args.memory_home:
+        memory_home(args.memory_home, args.home, args.runs, args.during, not args.no_write)
         return 0
     if args.first_index:
         first_index(args.first_index, args.runs, not args.no_write)
