@@ -31,6 +31,7 @@ from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
 from funes.retrieval.passage import passage
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
+from funes.retrieval.ranking import RANKING_COLUMNS
 from funes.retrieval.ranking import Ranking
 
 # How many each retriever contributes to fusion.
@@ -186,9 +187,12 @@ class Recaller:
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
         fused = self.fusion.fuse(lexical, dense, pool)
-        rows = self.memory.rows([chunk for chunk, _ in fused])
-        splits = self.memory.block_splits(rows.values()) if self.ranking.split_exponent else None
-        fused = self.ranking.rank(fused, rows, splits)[: max(candidates, k)]
+        # The ranking reads a few columns of the whole pool; only its finalists are
+        # read whole (by row id: no second scan).
+        pool_rows = self.memory.rows([chunk for chunk, _ in fused], RANKING_COLUMNS, row_ids=True)
+        splits = self.memory.block_splits(pool_rows.values()) if self.ranking.split_exponent else None
+        fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
+        rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
         dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}
 
