@@ -67,6 +67,18 @@ def main(query: str) -> None:
                 record("waiting for the embedder thread", since)
 
     search.Recaller.embedder = property(waited)
+    from funes.cli.main import app
+
+    (command,) = [info for info in app.registered_commands if info.name == "recall"]
+    callback = command.callback
+
+    @functools.wraps(callback)
+    def parsed(**kwargs):
+        record("typer: parse the arguments (its pydantic coercion)", parsing)
+        return callback(**kwargs)
+
+    command.callback = parsed
+    parsing = clock()
     with contextlib.redirect_stdout(io.StringIO()):
         run(["recall", query])
     record("total", started)

@@ -4,6 +4,8 @@ and with a MiniLM-L6-shaped cross-encoder over 30 candidates, and a cold
 
     python benchmarks/recall_latency.py [--sizes 10000 100000] [--queries 60] [--no-write]
     python benchmarks/recall_latency.py --first-index 300000 [--runs 7] [--no-write]
+    python benchmarks/recall_latency.py --memory-home FUNES_HOME [--home HOME] [--runs 7] [--during]
+        [--against OTHER_CHECKOUT/.venv/bin/python] [--no-write]
 
 Goals (issue 4, 2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
@@ -22,6 +24,14 @@ zero), then cold `funes recall` and warm recall through the MCP server (the real
 ``mcp`` client over stdio) with no indexer running, and while `funes index --yes`
 embeds the backlog, at the indexer's default niceness and at 0 (its chunks/s
 measured from the vectors it filled meanwhile).
+
+``--memory-home FUNES_HOME``: an existing memory instead (e.g. a copy of the
+day-zero run's; ``--home``: the HOME whose transcripts it indexed): cold `funes
+recall` with the reranker as its user has it configured (wall, CPU, peak RSS per
+process, and one run's steps timed by benchmarks/cold_recall_phases.py), and the MCP
+server's start, first recall and warm p50; ``--during`` repeats that while `funes
+index --yes` runs on the memory (it writes to it: measure a copy); ``--against
+PYTHON`` first alternates cold recalls with another checkout's interpreter.
 """
 
 from __future__ import annotations
@@ -177,13 +187,13 @@ def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
     return {**percentiles(samples), **first}
 
 
-def cold_runs(env: dict[str, str], queries: list[str]) -> dict:
+def cold_runs(env: dict[str, str], queries: list[str], python: str = sys.executable) -> dict:
     """Wall, CPU (user + system, every thread) and peak RSS of one new `funes recall`
-    process per query."""
+    process per query (``python``: the interpreter, so the funes installed with it)."""
     samples, cpu, rss = [], [], []
     for query in queries:
         started = time.perf_counter()
-        process = subprocess.Popen([*FUNES, "recall", query], env=env, stdout=subprocess.DEVNULL,
+        process = subprocess.Popen([python, "-m", "funes.cli", "recall", query], env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE)
         _, status, usage = os.wait4(process.pid, 0)
         samples.append(time.perf_counter() - started)
@@ -206,15 +216,33 @@ def cold_phases(env: dict[str, str], query: str) -> list[tuple[str, float, float
     return [tuple(row) for row in json.loads(out.stdout.splitlines()[-1])]
 
 
-def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, write: bool) -> None:
+def against_runs(env: dict[str, str], query: str, runs: int, baseline: str) -> tuple[dict, dict]:
+    """(baseline, this checkout) cold `funes recall` figures, the processes alternating
+    so both see the same load; ``baseline``: another checkout's interpreter."""
+    pairs = [(cold_runs(env, [query], baseline), cold_runs(env, [query])) for _ in range(runs)]
+    merged = []
+    for side in (0, 1):
+        walls = sorted(pair[side]["p50_ms"] for pair in pairs)
+        cpus = sorted(pair[side]["cpu_p50_ms"] for pair in pairs)
+        merged.append({"p50_ms": walls[len(walls) // 2], "cpu_p50_ms": cpus[len(cpus) // 2]})
+    return merged[0], merged[1]
+
+
+def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, write: bool,
+                baseline: str | None = None) -> None:
     """Cold `funes recall` (wall, CPU, RSS, a timed breakdown) and the MCP server's
     first and warm recalls against an existing memory, as its user has it (the
-    reranker as configured); with ``during``, also while `funes index --yes` runs on it."""
+    reranker as configured); with ``during``, also while `funes index --yes` runs on
+    it; with ``baseline`` (an interpreter), alternated with that checkout's first."""
     env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
     if home is not None:
         env["HOME"] = str(home)
     queries = (QUERIES * (runs // len(QUERIES) + 1))[:runs]
     query = "why did the build fail after the migration"
+    compared = None
+    if baseline:
+        load = load_average()
+        compared = (load, *against_runs(env, query, runs, baseline))
     rows = [("no indexer running", load_average(), cold_runs(env, [query, *queries]), mcp_warm(env, QUERIES))]
     phases = cold_phases(env, query)
     indexer = None
@@ -246,16 +274,21 @@ def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, wr
         if during and number < len(during_phases) and during_phases[number][0] == name:
             extra = f" {during_phases[number][1]} / {during_phases[number][2]} |"
         lines.append(f"| {name} | {wall} | {cpu} |{extra}")
+    if compared:
+        load, before, after = compared
+        lines += ["", f"Alternating with `{baseline}` ({runs} processes each, load {load} at the start):"
+                  f" that checkout p50 {before['p50_ms']} ms wall, {before['cpu_p50_ms']} ms CPU; this one"
+                  f" {after['p50_ms']} ms wall, {after['cpu_p50_ms']} ms CPU; query \"{query}\"."]
     body = "\n".join([
         f"`python benchmarks/recall_latency.py --memory-home {funes_home.name} --runs {runs}"
-        f"{' --during' if during else ''}` — {chunks:,} chunks; {runs + 1} cold `funes recall` processes per row"
+        f"{' --during' if during else ''}{f' --against {baseline}' if baseline else ''}` — {chunks:,} chunks; {runs + 1} cold `funes recall` processes per row"
         " (reranker as configured), the MCP server's start, first recall and warm p50 over"
         f" {len(QUERIES)} recalls; steps of one cold recall timed in-process (they overlap: the embedder"
         " loads in a thread). Goals (issue 14): cold ≤ 0.8 s after indexing, ≤ 1 s while a first index runs.",
         "", f"Machine: {machine()}.", "", *lines])
     print(body)
     if write:
-        write_section("Cold recall on a given memory", body)
+        write_section("Cold recall on the day-zero memory", body)
 
 
 def load_average() -> str:
@@ -323,6 +356,7 @@ def main() -> int:
     ap.add_argument("--memory-home", type=Path, help="measure cold recall against this existing FUNES_HOME instead")
     ap.add_argument("--home", type=Path, help="HOME for --memory-home (where its transcripts are)")
     ap.add_argument("--during", action="store_true", help="--memory-home: also while `funes index --yes` runs on it")
+    ap.add_argument("--against", help="--memory-home: first alternate cold recalls with this interpreter's funes")
     ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -333,7 +367,7 @@ def main() -> int:
         print(json.dumps(warm_run(json.loads(args.warm))))
         return 0
     if args.memory_home:
-        memory_home(args.memory_home, args.home, args.runs, args.during, not args.no_write)
+        memory_home(args.memory_home, args.home, args.runs, args.during, not args.no_write, args.against)
         return 0
     if args.first_index:
         first_index(args.first_index, args.runs, not args.no_write)
