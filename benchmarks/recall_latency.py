@@ -4,6 +4,8 @@ and with a MiniLM-L6-shaped cross-encoder over 30 candidates, and a cold
 
     python benchmarks/recall_latency.py [--sizes 10000 100000] [--queries 60] [--no-write]
     python benchmarks/recall_latency.py --first-index 300000 [--runs 7] [--no-write]
+    python benchmarks/recall_latency.py --memory-home FUNES_HOME [--home HOME] [--runs 7] [--during]
+        [--against OTHER_CHECKOUT/.venv/bin/python] [--no-write]
 
 Goals (issue 4, 2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
@@ -22,6 +24,14 @@ zero), then cold `funes recall` and warm recall through the MCP server (the real
 ``mcp`` client over stdio) with no indexer running, and while `funes index --yes`
 embeds the backlog, at the indexer's default niceness and at 0 (its chunks/s
 measured from the vectors it filled meanwhile).
+
+``--memory-home FUNES_HOME``: an existing memory instead (e.g. a copy of the
+day-zero run's; ``--home``: the HOME whose transcripts it indexed): cold `funes
+recall` with the reranker as its user has it configured (wall, CPU, peak RSS per
+process, and one run's steps timed by benchmarks/cold_recall_phases.py), and the MCP
+server's start, first recall and warm p50; ``--during`` repeats that while `funes
+index --yes` runs on the memory (it writes to it: measure a copy); ``--against
+PYTHON`` first alternates cold recalls with another checkout's interpreter.
 """
 
 from __future__ import annotations
@@ -151,12 +161,19 @@ def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
+    first: dict[str, float] = {}
+
     async def measure() -> list[float]:
         server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=env)
+        started = time.perf_counter()
         async with stdio_client(server, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            for query in queries[:3]:
+            first["start_ms"] = round((time.perf_counter() - started) * 1000, 1)
+            for number, query in enumerate(queries[:3]):
+                called = time.perf_counter()
                 await session.call_tool("recall", {"query": query})
+                if number == 0:  # the server's first recall: it opens the memory and loads the models
+                    first["first_recall_ms"] = round((time.perf_counter() - called) * 1000, 1)
             samples = []
             for query in queries:
                 started = time.perf_counter()
@@ -166,19 +183,112 @@ def mcp_warm(env: dict[str, str], queries: list[str]) -> dict:
                     raise SystemExit(f"recall failed: {result.content}")
             return samples
 
-    return percentiles(anyio.run(measure))
+    samples = anyio.run(measure)
+    return {**percentiles(samples), **first}
 
 
-def cold_runs(env: dict[str, str], queries: list[str]) -> dict:
-    samples, cpu = [], []
+def cold_runs(env: dict[str, str], queries: list[str], python: str = sys.executable) -> dict:
+    """Wall, CPU (user + system, every thread) and peak RSS of one new `funes recall`
+    process per query (``python``: the interpreter, so the funes installed with it)."""
+    samples, cpu, rss = [], [], []
     for query in queries:
         started = time.perf_counter()
-        before = os.times()
-        subprocess.run([*FUNES, "recall", query], env=env, check=True, capture_output=True)
-        after = os.times()
+        process = subprocess.Popen([python, "-m", "funes.cli", "recall", query], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
         samples.append(time.perf_counter() - started)
-        cpu.append(after.children_user + after.children_system - before.children_user - before.children_system)
-    return {**percentiles(samples), "cpu_p50_ms": round(sorted(cpu)[len(cpu) // 2] * 1000, 1)}
+        if os.waitstatus_to_exitcode(status):
+            raise SystemExit(f"funes recall failed: {process.stderr.read().decode(errors='replace')}")
+        process.stderr.close()
+        process.returncode = 0
+        cpu.append(usage.ru_utime + usage.ru_stime)
+        rss.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return {**percentiles(samples), "cpu_p50_ms": round(sorted(cpu)[len(cpu) // 2] * 1000, 1),
+            "rss_p50_mb": round(sorted(rss)[len(rss) // 2])}
+
+
+def cold_phases(env: dict[str, str], query: str) -> list[tuple[str, float, float]]:
+    """(step, wall ms, CPU ms) of one cold `funes recall`: benchmarks/cold_recall_phases.py."""
+    script = Path(__file__).with_name("cold_recall_phases.py")
+    out = subprocess.run([sys.executable, str(script), query], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return [tuple(row) for row in json.loads(out.stdout.splitlines()[-1])]
+
+
+def against_runs(env: dict[str, str], query: str, runs: int, baseline: str) -> tuple[dict, dict]:
+    """(baseline, this checkout) cold `funes recall` figures, the processes alternating
+    so both see the same load; ``baseline``: another checkout's interpreter."""
+    pairs = [(cold_runs(env, [query], baseline), cold_runs(env, [query])) for _ in range(runs)]
+    merged = []
+    for side in (0, 1):
+        walls = sorted(pair[side]["p50_ms"] for pair in pairs)
+        cpus = sorted(pair[side]["cpu_p50_ms"] for pair in pairs)
+        merged.append({"p50_ms": walls[len(walls) // 2], "cpu_p50_ms": cpus[len(cpus) // 2]})
+    return merged[0], merged[1]
+
+
+def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, write: bool,
+                baseline: str | None = None) -> None:
+    """Cold `funes recall` (wall, CPU, RSS, a timed breakdown) and the MCP server's
+    first and warm recalls against an existing memory, as its user has it (the
+    reranker as configured); with ``during``, also while `funes index --yes` runs on
+    it; with ``baseline`` (an interpreter), alternated with that checkout's first."""
+    env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
+    if home is not None:
+        env["HOME"] = str(home)
+    queries = (QUERIES * (runs // len(QUERIES) + 1))[:runs]
+    query = "why did the build fail after the migration"
+    compared = None
+    if baseline:
+        load = load_average()
+        compared = (load, *against_runs(env, query, runs, baseline))
+    rows = [("no indexer running", load_average(), cold_runs(env, [query, *queries]), mcp_warm(env, QUERIES))]
+    phases = cold_phases(env, query)
+    indexer = None
+    if during:
+        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            start_count = embedded_count(funes_home)
+            while embedded_count(funes_home) == start_count:  # discovery, the model load: wait for vectors
+                if indexer.poll() is not None:
+                    raise SystemExit("funes index --yes ended before embedding")
+                time.sleep(1)
+            rows.append(("`funes index --yes` running", load_average(), cold_runs(env, [query, *queries]),
+                         mcp_warm(env, QUERIES)))
+            during_phases = cold_phases(env, query)
+        finally:
+            indexer.send_signal(__import__("signal").SIGINT)
+            indexer.wait()
+    chunks = __import__("lance").dataset(str(funes_home / "memory" / "chunks.lance")).count_rows()
+    lines = ["| while | load (1/5/15 min) | cold `funes recall` p50 / p95 ms | CPU p50 ms | RSS p50 MB"
+             " | MCP start / first recall / warm p50 ms |", "| --- | --- | --- | --- | --- | --- |"]
+    for label, load, cold_run, mcp in rows:
+        lines.append(f"| {label} | {load} | {cold_run['p50_ms']} / {cold_run['p95_ms']} | {cold_run['cpu_p50_ms']}"
+                     f" | {cold_run['rss_p50_mb']} | {mcp['start_ms']} / {mcp['first_recall_ms']} / {mcp['p50_ms']} |")
+    lines += ["", "| step of one cold recall | wall ms | CPU ms |" + (" wall / CPU ms while indexing |" if during else ""),
+              "| --- | --- | --- |" + (" --- |" if during else "")]
+    for number, (name, wall, cpu) in enumerate(phases):
+        extra = ""
+        if during and number < len(during_phases) and during_phases[number][0] == name:
+            extra = f" {during_phases[number][1]} / {during_phases[number][2]} |"
+        lines.append(f"| {name} | {wall} | {cpu} |{extra}")
+    if compared:
+        load, before, after = compared
+        lines += ["", f"Alternating with `{baseline}` ({runs} processes each, load {load} at the start):"
+                  f" that checkout p50 {before['p50_ms']} ms wall, {before['cpu_p50_ms']} ms CPU; this one"
+                  f" {after['p50_ms']} ms wall, {after['cpu_p50_ms']} ms CPU; query \"{query}\"."]
+    body = "\n".join([
+        f"`python benchmarks/recall_latency.py --memory-home {funes_home.name} --runs {runs}"
+        f"{' --during' if during else ''}{f' --against {baseline}' if baseline else ''}` — {chunks:,} chunks; {runs + 1} cold `funes recall` processes per row"
+        " (reranker as configured), the MCP server's start, first recall and warm p50 over"
+        f" {len(QUERIES)} recalls; steps of one cold recall timed in-process (they overlap: the embedder"
+        " loads in a thread). Goals (issue 14): cold ≤ 0.8 s after indexing, ≤ 1 s while a first index runs.",
+        "", f"Machine: {machine()}.", "", *lines])
+    print(body)
+    if write:
+        write_section("Cold recall on the day-zero memory", body)
 
 
 def load_average() -> str:
@@ -243,6 +353,10 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--first-index", type=int, help="measure a first index of about this many chunks instead")
     ap.add_argument("--runs", type=int, default=7, help="cold processes per row (--first-index)")
+    ap.add_argument("--memory-home", type=Path, help="measure cold recall against this existing FUNES_HOME instead")
+    ap.add_argument("--home", type=Path, help="HOME for --memory-home (where its transcripts are)")
+    ap.add_argument("--during", action="store_true", help="--memory-home: also while `funes index --yes` runs on it")
+    ap.add_argument("--against", help="--memory-home: first alternate cold recalls with this interpreter's funes")
     ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -251,6 +365,9 @@ def main() -> int:
         return 0
     if args.warm:
         print(json.dumps(warm_run(json.loads(args.warm))))
+        return 0
+    if args.memory_home:
+        memory_home(args.memory_home, args.home, args.runs, args.during, not args.no_write, args.against)
         return 0
     if args.first_index:
         first_index(args.first_index, args.runs, not args.no_write)

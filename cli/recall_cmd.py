@@ -56,7 +56,7 @@ def recall_command(
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
-    from funes.retrieval.search import Recaller
+    from funes.retrieval.search import Recaller, loading_query_embedder
 
     if batch is None and query is None:
         raise UsageError("missing QUERY (or --batch FILE)")
@@ -71,7 +71,8 @@ def recall_command(
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
                             session=session, since=since, until=until, file=file, command=command)
     how = Fusion.named(fusion)
-    recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how)
+    embedder = loading_query_embedder() if how.uses_dense else None  # loads while the memory opens
+    recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how, embedder=embedder)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     try:
         if batch is not None:

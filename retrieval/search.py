@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -30,6 +31,7 @@ from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
 from funes.retrieval.passage import passage
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
+from funes.retrieval.ranking import RANKING_COLUMNS
 from funes.retrieval.ranking import Ranking
 
 # How many each retriever contributes to fusion.
@@ -108,12 +110,20 @@ def _age_days(ts: str, now: datetime) -> float | None:
 class Recaller:
     def __init__(self, memory: Memory, *, embedder: Any = None, reranker: Any = None,
                  reranker_note: str | None = None, fusion: Fusion = DEFAULT, ranking: Ranking = DEFAULT_RANKING):
+        """``embedder`` may be a :class:`~concurrent.futures.Future` of one (still loading)."""
         self.memory = memory
-        self.embedder = embedder
+        self._embedder = embedder
         self.reranker = reranker
         self.reranker_note = reranker_note
         self.fusion = fusion
         self.ranking = ranking
+
+    @property
+    def embedder(self) -> Any:
+        """The query embedder, once its loading (started by :meth:`open`) is done."""
+        if isinstance(self._embedder, Future):
+            self._embedder = self._embedder.result()
+        return self._embedder
 
     def follow(self, latest: Memory) -> None:
         """Read ``latest`` from now on if it is a newer version (or, for a Hub memory,
@@ -129,16 +139,21 @@ class Recaller:
         self.memory = latest
 
     @classmethod
-    def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None) -> Recaller:
+    def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None,
+             embedder: Any = None) -> Recaller:
         """Load the query embedder (checked against the memory's model; not loaded
         for BM25-only fusion) and, when available, the reranker.  ``fusion`` None:
-        ``$FUNES_FUSION`` or the default."""
-        from funes.embedding import IDENTITY, load_embedder
+        ``$FUNES_FUSION`` or the default.  ``embedder``: one already loading
+        (:func:`loading_query_embedder`), else its loading starts here."""
+        from funes.embedding import IDENTITY
 
         fusion = fusion or Fusion.named(None)
         memory.require_rows()
         memory.check_identity(IDENTITY.to_metadata())
-        embedder = load_embedder(for_queries=True) if fusion.uses_dense else None
+        if not fusion.uses_dense:
+            embedder = None
+        elif embedder is None:
+            embedder = loading_query_embedder()
         reranker, note = (None, "disabled for this call")
         if rerank:
             from funes.retrieval.rerank import shared_reranker
@@ -172,9 +187,12 @@ class Recaller:
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
         fused = self.fusion.fuse(lexical, dense, pool)
-        rows = self.memory.rows([chunk for chunk, _ in fused])
-        splits = self.memory.block_splits(rows.values()) if self.ranking.split_exponent else None
-        fused = self.ranking.rank(fused, rows, splits)[: max(candidates, k)]
+        # The ranking reads a few columns of the whole pool; only its finalists are
+        # read whole (by row id: no second scan).
+        pool_rows = self.memory.rows([chunk for chunk, _ in fused], RANKING_COLUMNS, row_ids=True)
+        splits = self.memory.block_splits(pool_rows.values()) if self.ranking.split_exponent else None
+        fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
+        rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
         dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}
 
@@ -261,6 +279,19 @@ class Recaller:
                     for r in rows
                     if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span and r["split_idx"] == 0
                 ]
+
+
+def loading_query_embedder() -> Future:
+    """The query embedder, loading in a thread.  Its onnxruntime session takes ~0.4 s
+    to create, mostly outside the GIL: a cold recall starts it first and opens the
+    memory, loads the reranker and runs its BM25 pass meanwhile."""
+    from funes.embedding import load_embedder
+
+    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-embedder")
+    try:
+        return loader.submit(load_embedder, for_queries=True)
+    finally:
+        loader.shutdown(wait=False)
 
 
 def _neg_ts(ts: str) -> str:

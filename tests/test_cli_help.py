@@ -65,3 +65,27 @@ def test_each_command_help_shows_its_paragraphs_unbroken(monkeypatch):
         text = " ".join(line.strip("│ ") for line in out.getvalue().splitlines())
         for paragraph in command.help.split("\n\n"):
             assert paragraph in " ".join(text.split()), (name, paragraph)
+
+
+def test_each_command_module_defines_the_command_of_its_name():
+    """`funes NAME` imports funes.cli.NAME_cmd alone (cli/main.py:_register), so a
+    command must live in the module named after it."""
+    import pkgutil
+
+    import funes.cli
+
+    _commands()
+    defined = {info.name: getattr(info.callback, "__wrapped__", info.callback).__module__
+               for info in app.registered_commands}
+    modules = {m.name for m in pkgutil.iter_modules(funes.cli.__path__) if m.name.endswith("_cmd")}
+    assert defined == {name.removesuffix("_cmd"): f"funes.cli.{name}" for name in modules}
+
+
+def test_a_named_command_imports_no_other_command_module():
+    code = ("import sys\nfrom funes.cli.main import run\n"
+            "try:\n    run(['sessions', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('funes.cli.') and m.endswith('_cmd')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "funes sessions" in result.stdout
+    assert result.stdout.splitlines()[-1] == "['funes.cli.sessions_cmd']"

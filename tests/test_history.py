@@ -219,6 +219,8 @@ def test_a_memory_written_before_the_provenance_columns_opens_and_is_migrated(me
     assert memory.scan(["id", "files", "exit_code"]).column("files").null_count == current.num_rows
     assert f"session={LONG_SESSION}" in ok("sessions")
     assert "total match=package.json" in ok("scan", "package.json")
+    hits = json.loads(ok("recall", "package.json", "--json"))  # finalists read by row id
+    assert hits and all(hit["files"] == [] and hit["commands"] == [] and hit["exit_code"] is None for hit in hits)
     refused = funes("history", "package.json")
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert "was written before funes recorded the files and commands" in refused.stderr

@@ -240,3 +240,24 @@ def test_hub_repo_without_weights_is_a_remembered_failure(hub_server, hub_env, t
     assert reranker is None and reason == f"Hub repo {repo_id} has no model.safetensors or pytorch_model.bin"
     hub_server.reset_counts()
     assert "h ago" in load_reranker(repo_id).reason and hub_server.request_count == 0
+
+
+def test_a_recent_fetch_failure_answers_without_importing_the_hub_client(tmp_path):
+    """A cold recall whose reranker is neither cached nor fetchable now (the failure
+    on record is fresh) must not pay for importing the Hub API and HTTP stack."""
+    import os
+    import subprocess
+    import sys
+
+    marker = reranking.state_dir() / "reranker-fetch-failures.json"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"funes-test/failed": {"failed_at": time.time() - 3600, "error": "ConnectError: x"}}))
+    code = ("import sys\nfrom funes.reranking import load_reranker\n"
+            "print(load_reranker('funes-test/failed').reason)\n"
+            "print(sorted(m for m in ('huggingface_hub.hf_api', 'huggingface_hub.file_download') if m in sys.modules))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(tmp_path / "hf-cache")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    reason, imported = result.stdout.splitlines()
+    assert "fetching it failed 1.0 h ago (ConnectError: x)" in reason
+    assert imported == "[]"
