@@ -232,11 +232,16 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
     """Store the sessions' chunks the memory lacks (merge on id, with vectors where
     given), then record the units as indexed: only after their rows are committed,
     so a run killed at any moment is completed, without duplicates, by the next
-    one.  Each session's report gets what was added and already there.  BM25 is
-    brought up to date by :meth:`MemoryWriter.sync_lexical` once the writer is done."""
+    one.  Each session's report gets what was added and already there.  The added
+    chunks get their BM25 segment (:meth:`MemoryWriter.index_lexical`) once their
+    rows are committed and before the units are recorded: a reader opened at any
+    moment indexes in memory at most this batch (a crash between the two leaves
+    rows that :meth:`MemoryWriter.sync_lexical` indexes)."""
     vectors = vectors or {}
     chunks = [chunk for item in sessions for chunk in item.chunks]
     added: set[str] = set()
+    new_sessions = writer.sessions_new_to_table(chunks)
+    covered_version = writer.version
     if chunks:
         with_vectors = [c for c in chunks if c.id in vectors]
         without = [c for c in chunks if c.id not in vectors]
@@ -245,6 +250,8 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
             added.update(writer.add_chunks(with_vectors, stacked, update_lexical=False))
         if without:
             added.update(writer.add_chunks(without, update_lexical=False))
+    if added:
+        writer.index_lexical([c.id for c in chunks if c.id in added], chunks, new_sessions, covered_version)
     stored_with_vector = {cid for cid in vectors if cid in added}
     for item in sessions:
         ids = {c.id for c in item.chunks}
@@ -379,6 +386,7 @@ def index_units(
     report.workers = workers if workers > 1 else 0
     batch: list[SessionChunks] = []
     batch_chunks = 0
+    writer.sync_lexical()  # rows a killed run stored without their segment: indexed before new ones
 
     def flush() -> None:
         nonlocal batch_chunks

@@ -128,3 +128,47 @@ def test_a_segment_scores_every_document_as_bm25s_does(tmp_path):
         assert np.array_equal(built.indices[ours], scores["indices"][bm25s_column]), token
         assert np.array_equal(built.data[ours], scores["data"][bm25s_column]), token
     assert built.data.dtype == np.float32 and built.indices.dtype == scores["indices"].dtype
+
+
+def test_a_merge_scores_as_a_build_over_the_same_documents(tmp_path, monkeypatch):
+    """Merging reads no text: from the segments' term counts and lengths it makes,
+    score for score, the segment a build over the kept documents makes (a repeated
+    id once, a dropped one gone with the terms only it held), blocks of any size."""
+    from funes.memory import lexical
+    from funes.memory.lexical import Segment
+
+    monkeypatch.setattr(lexical, "SCORE_BLOCK", 97)
+    ids, texts = _corpus(700, seed=5)
+    texts = [t + f" only{i}" if i % 50 == 0 else t for i, t in enumerate(texts)]
+    texts[3] = ""
+    parts = [Segment.build(f"s{n}", ids[a:b], texts[a:b]) for n, (a, b) in enumerate(((0, 400), (400, 650), (650, 700)))]
+    parts.append(Segment.build("again", ids[:5], texts[:5]))  # ids a segment already holds
+    rng = random.Random(2)
+    keep = np.array([rng.random() > 0.15 for _ in range(705)])
+    merged = Segment.merged("m", parts, keep)
+    kept = [i for i, k in zip(ids, keep[:700]) if k]
+    built = Segment.build("b", kept, [t for t, k in zip(texts, keep[:700]) if k])
+    merged.save(tmp_path / "m")
+    for segment in (merged, Segment.load(tmp_path / "m")):
+        assert segment.ids.tolist() == kept
+        assert set(segment.vocab) == set(built.vocab)
+        assert np.array_equal(segment.lengths, built.lengths)
+        for token, column in built.vocab.items():
+            if token == "":
+                continue
+            ours, theirs = segment.vocab[token], column
+            a, b = slice(segment.indptr[ours], segment.indptr[ours + 1]), slice(built.indptr[theirs], built.indptr[theirs + 1])
+            assert np.array_equal(segment.indices[a], built.indices[b]), token
+            assert np.array_equal(segment.data[a], built.data[b]), token
+            assert np.array_equal(segment.tf[a], built.tf[b]), token
+
+
+def test_segments_of_an_older_format_are_rebuilt(tmp_path):
+    ids, texts = _corpus(20)
+    index = LexicalIndex.open(tmp_path)
+    index.rebuild(ids, texts, 1)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    del manifest["format"]  # written before segments kept their term counts
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    reopened = LexicalIndex.open(tmp_path)
+    assert reopened.segments == [] and reopened.table_version == -1

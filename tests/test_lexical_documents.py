@@ -175,3 +175,67 @@ def test_documents_for_a_few_ids_read_only_their_sessions_recent_turns(tmp_path)
     assert docs == {i: everything[i] for i in wanted}
     assert all(f is not None for f in seen_filters)  # no full scan for two ids
     assert any(f"seq >= {39 - DOCUMENT['context_turns']}" in f for f in seen_filters)
+
+
+def _tool_chunk(session, seq, block_type, text, tool="Bash"):
+    from dataclasses import replace
+
+    return replace(_chunk(session, seq, text), block_type=block_type, tool_name=tool, role="assistant")
+
+
+def test_documents_built_from_the_chunks_in_hand_are_those_the_table_gives(tmp_path, monkeypatch):
+    """A write builds its new sessions' documents from the chunks it stores and a
+    grown session's from the table: either way what the segment indexes is what
+    :func:`documents_from_rows` makes of the whole table."""
+    from funes.memory import lexical
+
+    indexed: dict[str, str] = {}
+    real_add = lexical.LexicalIndex.add
+
+    def add(self, ids, texts, version, still_stored):
+        indexed.update(zip(ids, texts, strict=True))
+        return real_add(self, ids, texts, version, still_stored)
+
+    monkeypatch.setattr(lexical.LexicalIndex, "add", add)
+    location = location_for(str(tmp_path / "m"))
+    first = [_chunk("s1", seq, text) for seq, text in enumerate(CONVERSATION[:3])]
+    first += [_tool_chunk("s2", 0, "tool_use", json.dumps({"command": "pytest -q tests/test_lexical.py"})),
+              _tool_chunk("s2", 1, "tool_result", "3 passed in 0.4s"), _chunk("s2", 2, "all green now")]
+    grown = [_chunk("s1", seq, text) for seq, text in enumerate(CONVERSATION) if seq >= 3]
+    grown += [_tool_chunk("s1", 6, "tool_use", json.dumps({"command": "ls harbour"})),
+              _tool_chunk("s1", 7, "tool_result", "night.png")]
+    fresh = [_chunk("s3", seq, f"kiln temperature note {seq}") for seq in range(4)]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(first)
+        writer.add_chunks(grown + fresh)  # one write: a grown session and a new one
+    _, everything = _all_documents(location)
+    assert set(indexed) == set(everything)
+    assert indexed == everything
+
+
+def test_sync_streams_pages_of_whole_sessions(tmp_path, monkeypatch):
+    """Rows stored without their segment (a crash, an older funes) are indexed a
+    page of sessions at a time, never by reading the whole table's text, and rank
+    as a rebuild ranks them."""
+    from funes.memory import store
+
+    monkeypatch.setattr(store, "LEXICAL_PAGE", 10)
+    location, whole = location_for(str(tmp_path / "m")), location_for(str(tmp_path / "whole"))
+    chunks = [_chunk(f"s{n}", seq, f"{CONVERSATION[seq % 6]} session {n}") for n in range(8) for seq in range(6)]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks, update_lexical=False)
+        scans = []
+        real_scan = writer._scan
+        monkeypatch.setattr(writer, "_scan", lambda columns, where=None: scans.append((columns, where))
+                            or real_scan(columns, where))
+        assert writer.sync_lexical() == len(chunks)
+        assert writer.lexical.table_version == writer.version
+        assert len(writer.lexical.segments) >= 2 or len(scans) >= 5
+    assert all(where is not None for columns, where in scans if "text" in columns)
+    with MemoryWriter.open(whole, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks, update_lexical=False)
+        writer.rebuild_lexical()
+    for query in ("watercolour lighthouse session 3", "pottery class", "harbour night"):
+        got = Memory.open(location).lexical().search(query, 8)
+        want = Memory.open(whole).lexical().search(query, 8)
+        assert {c for c, _ in got[:3]} == {c for c, _ in want[:3]}

@@ -6,7 +6,9 @@ a saved bm25s index over the chunks written together, plus their chunk ids:
 
 * adding chunks writes a new segment whose cost is proportional to the new chunks
   (then small neighbouring segments are merged, log-structured, so a memory
-  holds O(log n) segments and each chunk is re-tokenized O(log n) times);
+  holds O(log n) segments); a segment keeps its entries' term counts and its
+  documents' lengths, so a merge scores from them with numpy and never reads or
+  tokenizes a document again (:meth:`Segment.merged`);
 * a query scores every segment with **global** statistics: bm25s bakes each
   segment's own IDF into its matrix, so each term's column is rescaled by
   ``idf_global / idf_segment`` (document frequencies are the matrix's column
@@ -51,7 +53,7 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +81,10 @@ DOCUMENT = {"scheme": 2, "context_chunks": 2, "context_chars": 400, "context_tur
 DOCUMENT_COLUMNS = ("id", "session_id", "seq", "block_idx", "split_idx", "block_type", "tool_name", "text")
 # A segment is merged into its predecessor when it holds at least this share of it.
 MERGE_RATIO = 0.25
+# What a segment holds on disk; a manifest of another format is rebuilt.  2: each
+# segment keeps its entries' term counts and its documents' lengths, so merging
+# scores from them instead of reading and tokenizing the documents again.
+SEGMENT_FORMAT = 2
 
 _COMPOUND = re.compile(TOKENIZER["pattern"])
 _SEPARATORS = re.compile(r"[./:\-]+")
@@ -195,12 +201,37 @@ def _term_counts(texts: Sequence[str], first_doc: int) -> tuple[np.ndarray, np.n
     return (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32), counts, lengths
 
 
-def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+def _lucene_idf_of(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
+    """bm25s's lucene IDF of each term, in its float64 ``math.log`` arithmetic,
+    rounded to float32 as it stores it."""
+    distinct, which = np.unique(doc_freq, return_inverse=True)
+    return np.array([math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
+                    dtype=np.float32)[which]
+
+
+# Entries (document, term) scored per numpy pass when a merge scores its segment.
+SCORE_BLOCK = 1 << 22
+
+
+def _scores(term: np.ndarray, doc: np.ndarray, tf: np.ndarray, lengths: np.ndarray, idf: np.ndarray,
+            mean_length: float) -> np.ndarray:
+    """bm25s's float32 score of each (document, term) entry, from its count ``tf``
+    and the document's length (its float64 arithmetic)."""
+    k1, b = BM25_PARAMS["k1"], BM25_PARAMS["b"]
+    tf = tf.astype(np.float64)
+    tfc = tf / (k1 * ((1 - b) + b * lengths[doc] / mean_length) + tf)
+    return (idf[term].astype(np.float64) * tfc).astype(np.float32)
+
+
+def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]:
     """The vocabulary and the doc × term BM25 score matrix (CSC: data, indices,
     indptr) that ``bm25s.BM25(**BM25_PARAMS).index(tokenize(texts))`` builds, score
     for score (its float64 arithmetic, rounded to float32 as it does), counted with
-    numpy instead of per-token Python; term ids are numbered in another order
-    (bm25s numbers them in set order), which no search depends on."""
+    numpy instead of per-token Python, with each entry's term count (float32, parallel
+    to data) and each document's length in tokens: what a merge scores again from.
+    Term ids are numbered in another order than bm25s's (set order), which no search
+    depends on."""
     if _stemmer is None:
         tokenize([])  # loads the stemmer and stop words
     if len(_id_memo) >= _MEMO_LIMIT or len(_token_names) >= 4 * _MEMO_LIMIT:
@@ -215,23 +246,17 @@ def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.n
     del blocks
     names, term = np.unique(token, return_inverse=True)
     del token
-    n_docs, n_terms = len(texts), len(names)
+    n_terms = len(names)
     doc_freq = np.bincount(term, minlength=n_terms)
-    distinct, which = np.unique(doc_freq, return_inverse=True)
-    idf = np.array([math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
-                   dtype=np.float32)[which]
-    k1, b = BM25_PARAMS["k1"], BM25_PARAMS["b"]
-    doc_len = lengths[doc]
-    tfc = tf / (k1 * ((1 - b) + b * doc_len / lengths.mean()) + tf)
-    del doc_len
-    scores = (idf[term].astype(np.float64) * tfc).astype(np.float32)
-    del tfc
+    idf = _lucene_idf_of(doc_freq, len(texts))
+    scores = _scores(term, doc, tf, lengths, idf, lengths.mean() if len(lengths) else 0.0)
     order = np.argsort(term, kind="stable")  # by term, documents in order within each
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(doc_freq, out=indptr[1:])
     vocab = {_token_names[i]: position for position, i in enumerate(names.tolist())}
     vocab.setdefault("", n_terms)  # bm25s's empty token, never queried
-    return vocab, scores[order], doc[order], indptr
+    return (vocab, scores[order], doc[order], indptr, tf[order].astype(np.float32),
+            lengths.astype(np.int32))
 
 
 def _bm25s_stopwords() -> frozenset[str]:
@@ -361,6 +386,8 @@ class Segment:
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
+    tf: np.ndarray  # each entry's term count (float32, parallel to data): what a merge scores from
+    lengths: np.ndarray  # each document's length in tokens (int32)
     _id_set: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -379,9 +406,95 @@ class Segment:
     @classmethod
     def build(cls, name: str, ids: Sequence[str], texts: Sequence[str]) -> Segment:
         """A segment over the documents ``texts`` of chunk ``ids``."""
-        vocab, data, indices, indptr = _bm25_matrix(texts)
+        vocab, data, indices, indptr, tf, lengths = _bm25_matrix(texts)
         return cls(name=name, ids=np.asarray(ids, dtype="<U16"), vocab=vocab, data=data, indices=indices,
-                   indptr=indptr)
+                   indptr=indptr, tf=tf, lengths=lengths)
+
+    @classmethod
+    def merged(cls, name: str, segments: Sequence[Segment], keep: np.ndarray | None = None) -> Segment:
+        """One segment over the documents of ``segments`` in turn (those ``keep``
+        marks, a mask over their concatenated ids; a repeated id counts once), scored
+        from their saved term counts and lengths: what :meth:`build` makes of the same
+        documents, score for score, without reading or tokenizing any text.  The
+        entries are placed straight into the merged columns (a term's documents stay
+        in order: segment by segment, each already in order), ``SCORE_BLOCK`` at a
+        time, so beside the result only one block's arrays are held."""
+        ids = np.concatenate([s.ids for s in segments]) if segments else np.empty(0, "<U16")
+        kept = np.zeros(len(ids), dtype=bool)
+        kept[np.unique(ids, return_index=True)[1]] = True  # first occurrence of each id
+        if keep is not None:
+            kept &= keep
+        new_doc = np.cumsum(kept, dtype=np.int64) - 1
+        new_doc[~kept] = -1
+        vocab: dict[str, int] = {}
+        columns = []  # per segment: its term columns' merged term ids
+        for segment in segments:
+            column_terms = np.zeros(len(segment.indptr) - 1, dtype=np.int64)
+            for token, column in segment.vocab.items():
+                if token != "" and column < len(column_terms):
+                    column_terms[column] = vocab.setdefault(token, len(vocab))
+            columns.append(column_terms)
+        n_terms = len(vocab)
+        doc_freq = np.zeros(n_terms, dtype=np.int64)
+        first = 0
+        parts = []  # per segment: its documents' new numbers, its entries kept (None: all), its columns' counts
+        for segment, column_terms in zip(segments, columns, strict=True):
+            docs = new_doc[first:first + segment.n_docs]
+            first += segment.n_docs
+            seg_indptr = np.asarray(segment.indptr, dtype=np.int64)
+            column_df = np.diff(seg_indptr)
+            entry_kept = None
+            if not (docs >= 0).all():
+                entry_kept = docs[np.asarray(segment.indices)] >= 0
+                before = np.concatenate([[0], np.cumsum(entry_kept, dtype=np.int64)])
+                column_df = before[seg_indptr[1:]] - before[seg_indptr[:-1]]
+            np.add.at(doc_freq, column_terms, column_df)
+            parts.append((docs, seg_indptr, entry_kept, column_df))
+        if not doc_freq.all():  # terms only dropped documents held: gone, as from a build
+            live = doc_freq > 0
+            renumber = np.cumsum(live) - 1  # a dead term's columns hold no kept entry
+            columns = [renumber[c] for c in columns]
+            vocab = {token: int(renumber[term]) for token, term in vocab.items() if live[term]}
+            doc_freq = doc_freq[live]
+            n_terms = len(doc_freq)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(doc_freq, out=indptr[1:])
+        entries = int(indptr[-1])
+        indices = np.empty(entries, dtype=np.int32)
+        tf = np.empty(entries, dtype=np.float32)
+        filled = indptr[:-1].copy()  # where each term's next entry goes
+        for segment, column_terms, (docs, seg_indptr, entry_kept, column_df) in zip(segments, columns, parts,
+                                                                                    strict=True):
+            total = int(seg_indptr[-1]) if len(seg_indptr) else 0
+            kept_before = None if entry_kept is None else np.concatenate([[0], np.cumsum(entry_kept, dtype=np.int64)])
+            for start in range(0, total, SCORE_BLOCK):
+                end = min(start + SCORE_BLOCK, total)
+                at = np.arange(start, end, dtype=np.int64)
+                column = np.searchsorted(seg_indptr, at, side="right") - 1
+                block_docs = np.asarray(segment.indices[start:end])
+                block_tf = np.asarray(segment.tf[start:end])
+                if kept_before is None:
+                    rank = at - seg_indptr[column]
+                else:
+                    mask = entry_kept[start:end]
+                    at, column, block_docs, block_tf = at[mask], column[mask], block_docs[mask], block_tf[mask]
+                    rank = kept_before[at] - kept_before[seg_indptr[column]]
+                where = filled[column_terms[column]] + rank
+                indices[where] = docs[block_docs]
+                tf[where] = block_tf
+            np.add.at(filled, column_terms, column_df)
+        lengths = np.concatenate([s.lengths for s in segments])[kept] if segments else np.empty(0, np.int32)
+        n_docs = int(kept.sum())
+        idf = _lucene_idf_of(doc_freq, n_docs)
+        mean_length = lengths.mean() if len(lengths) else 0.0
+        data = np.empty(entries, dtype=np.float32)
+        for start in range(0, entries, SCORE_BLOCK):
+            end = min(start + SCORE_BLOCK, entries)
+            term = np.searchsorted(indptr, np.arange(start, end, dtype=np.int64), side="right") - 1
+            data[start:end] = _scores(term, indices[start:end], tf[start:end], lengths, idf, mean_length)
+        vocab[""] = n_terms  # bm25s's empty token, never queried
+        return cls(name=name, ids=ids[kept], vocab=vocab, data=data, indices=indices, indptr=indptr, tf=tf,
+                   lengths=lengths)
 
     def save(self, folder: Path) -> None:
         tmp = folder.with_name(folder.name + ".tmp")
@@ -389,8 +502,8 @@ class Segment:
         tmp.mkdir(parents=True)
         try:
             for name, array in (("ids", self.ids), ("data", self.data), ("indices", self.indices),
-                                ("indptr", self.indptr)):
-                _write_file(tmp / f"{name}.npy", _npy_bytes(array))
+                                ("indptr", self.indptr), ("tf", self.tf), ("lengths", self.lengths)):
+                _write_file(tmp / f"{name}.npy", np.asarray(array))
             _write_file(tmp / "vocab.json", json.dumps(self.vocab, ensure_ascii=False).encode("utf-8"))
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half-written segment behind
@@ -407,9 +520,12 @@ class Segment:
             data=np.load(folder / "data.npy", mmap_mode="r"),
             indices=np.load(folder / "indices.npy", mmap_mode="r"),
             indptr=np.load(folder / "indptr.npy", mmap_mode="r"),
+            tf=np.load(folder / "tf.npy", mmap_mode="r"),
+            lengths=np.load(folder / "lengths.npy", mmap_mode="r"),
         )
         entries = int(segment.indptr[-1]) if len(segment.indptr) else 0
-        if not len(segment.data) == len(segment.indices) == entries:
+        if not (len(segment.data) == len(segment.indices) == len(segment.tf) == entries
+                and len(segment.lengths) == len(segment.ids)):
             raise ValueError(f"BM25 segment {folder.name} is inconsistent")
         return segment
 
@@ -419,7 +535,7 @@ class Segment:
 # gets a new name), so a long-lived reader (the MCP server) that follows the table
 # through version bumps (vectors filled in) reuses what it loaded instead of reading
 # it again; files found changed or gone (damage) are loaded, and checked, anew.
-SEGMENT_FILES = ("ids.npy", "data.npy", "indices.npy", "indptr.npy", "vocab.json")
+SEGMENT_FILES = ("ids.npy", "data.npy", "indices.npy", "indptr.npy", "tf.npy", "lengths.npy", "vocab.json")
 _OPENED: dict[Path, dict[str, tuple[tuple[tuple[int, int], ...], Segment]]] = {}
 
 
@@ -439,18 +555,26 @@ def _keep_opened(folder: Path, segments: list[Segment]) -> None:
     _OPENED[folder] = {s.name: (_files_signature(folder / s.name), s) for s in segments}
 
 
-def _npy_bytes(array: np.ndarray) -> memoryview:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getbuffer()
+class _Writes:
+    """A file seen by numpy as a plain writable object: numpy writes real files with
+    ``tofile``, whose short write on a full disk raises an OSError without errno,
+    which no caller can tell from any other failure; to anything else it writes
+    pieces of the array in turn (no copy of the whole array is made)."""
+
+    def __init__(self, handle: io.BufferedWriter):
+        self.handle = handle
+
+    def write(self, data: bytes) -> int:
+        return self.handle.write(data)
 
 
-def _write_file(path: Path, data: bytes | memoryview) -> None:
-    """Write and fsync through Python's own file object: numpy writes files with
-    ``tofile``, whose short write on a full disk raises an OSError without errno, which
-    no caller can tell from any other failure."""
+def _write_file(path: Path, data: bytes | np.ndarray) -> None:
+    """Write (an array as ``.npy``) and fsync through Python's own file object."""
     with open(path, "wb") as handle:
-        handle.write(data)
+        if isinstance(data, np.ndarray):
+            np.lib.format.write_array(_Writes(handle), np.asanyarray(data), allow_pickle=False)
+        else:
+            handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -488,7 +612,7 @@ class LexicalIndex:
                 problem = f"{folder.name}/{MANIFEST} cannot be read"
                 continue
             if (manifest.get("tokenizer") != TOKENIZER or manifest.get("bm25") != BM25_PARAMS
-                    or manifest.get("document") != DOCUMENT):
+                    or manifest.get("document") != DOCUMENT or manifest.get("format") != SEGMENT_FORMAT):
                 return cls(folder, [], -1)
             segments = []
             try:
@@ -575,23 +699,23 @@ class LexicalIndex:
         ids: Sequence[str],
         texts: Sequence[str],
         table_version: int,
-        fetch_texts: Callable[[Sequence[str]], dict[str, str]],
+        still_stored: Callable[[Sequence[str]], Container[str]],
     ) -> None:
-        """Index new chunks as a segment, merge small neighbours, commit.
+        """Index new chunks as a segment, merge neighbours of like size, commit.
 
-        ``texts`` are the chunks' documents (:func:`document`); ``fetch_texts``
-        returns the current document of chunk ids already in the table (merging
-        re-tokenizes them; ids no longer in the table drop out)."""
+        ``texts`` are the chunks' documents (:func:`document`); ``still_stored``
+        says which of some chunk ids the table still holds (a merge drops the
+        others).  Merging reads no text (:meth:`Segment.merged`)."""
         assert self.folder is not None, "a transient index cannot be written"
         segments = list(self.segments)
         if ids:
             segments.append(Segment.build(self._new_name(), ids, texts))
         while len(segments) >= 2 and segments[-1].n_docs >= MERGE_RATIO * segments[-2].n_docs:
-            older, newer = segments[-2], segments[-1]
-            merged_ids = [str(i) for i in older.ids] + [str(i) for i in newer.ids]
-            known = fetch_texts(merged_ids)
-            keep = [i for i in dict.fromkeys(merged_ids) if i in known]
-            segments[-2:] = [Segment.build(self._new_name(), keep, [known[i] for i in keep])]
+            pair = segments[-2:]
+            merged_ids = np.concatenate([s.ids for s in pair]).tolist()
+            stored = still_stored(merged_ids)
+            keep = np.fromiter((i in stored for i in merged_ids), dtype=bool, count=len(merged_ids))
+            segments[-2:] = [Segment.merged(self._new_name(), pair, keep)]
         self._commit(segments, table_version)
 
     def rebuild(self, ids: Sequence[str], texts: Sequence[str], table_version: int) -> None:
@@ -618,6 +742,7 @@ class LexicalIndex:
             "tokenizer": TOKENIZER,
             "bm25": BM25_PARAMS,
             "document": DOCUMENT,
+            "format": SEGMENT_FORMAT,
             "table_version": table_version,
             "segments": [s.name for s in segments],
         }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -66,6 +66,8 @@ REFINE_FACTOR = 5
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
 BACKLOG_PAGE = 4096
+# Rows :meth:`MemoryWriter.sync_lexical` indexes per segment (whole sessions at a time).
+LEXICAL_PAGE = 4096
 # Every hit prints its session's first 8 characters: that much names a session.
 MIN_SESSION_PREFIX = 8
 
@@ -564,6 +566,7 @@ class MemoryWriter:
         self.coverage = coverage
         self.lexical = LexicalIndex.open(location.lexical_dir)
         self._known_ids: set[str] | None = None
+        self._known_sessions: set[str] = set()  # the session ids of the table, loaded with the ids
 
     @classmethod
     @contextmanager
@@ -676,8 +679,18 @@ class MemoryWriter:
 
     def known_ids(self) -> set[str]:
         if self._known_ids is None:
-            self._known_ids = stored_ids(self.location)
+            try:
+                rows = Memory.open(self.location).scan(["id", "session_id"])
+            except MemoryMissingError:
+                rows = pa.table({"id": pa.array([], pa.string()), "session_id": pa.array([], pa.string())})
+            self._known_ids = set(rows.column("id").to_pylist())
+            self._known_sessions = set(rows.column("session_id").unique().to_pylist())
         return self._known_ids
+
+    def sessions_new_to_table(self, chunks: Iterable[Chunk]) -> set[str]:
+        """The session ids of ``chunks`` the table holds no row of."""
+        self.known_ids()
+        return {c.session_id for c in chunks} - self._known_sessions
 
     def add_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray | None = None, *,
                    update_lexical: bool = True) -> list[str]:
@@ -685,7 +698,8 @@ class MemoryWriter:
         ``chunks``, are left out: nothing is stored twice).
 
         Returns the ids inserted.  With ``update_lexical`` the new chunks also get a
-        BM25 segment at once; bulk callers defer that to :meth:`sync_lexical`."""
+        BM25 segment at once (:meth:`index_lexical`); a caller storing a batch in
+        several calls indexes it once itself."""
         known = self.known_ids()
         fresh: list[int] = []
         seen: set[str] = set()
@@ -696,17 +710,44 @@ class MemoryWriter:
         if not fresh:
             return []
         rows = [chunks[i] for i in fresh]
+        new_sessions = self.sessions_new_to_table(rows) if update_lexical else set()
+        covered_version = self.version
         data = self._arrow_rows(rows, None if vectors is None else vectors[fresh])
         # A plain append: the ids were checked against every stored id above, under the
         # writer lock, and a merge on id would read the whole id column at each commit.
         self.table.add(data, on_bad_vectors="null")
         ids = [c.id for c in rows]
         known.update(ids)
+        self._known_sessions.update(c.session_id for c in rows)
         if update_lexical:
-            documents = self._fetch_texts(ids)
-            written = [i for i in ids if i in documents]
-            self.lexical.add(written, [documents[i] for i in written], self.version, self._fetch_texts)
+            self.index_lexical(ids, rows, new_sessions, covered_version)
         return ids
+
+    def index_lexical(self, ids: Sequence[str], chunks: Sequence[Chunk], new_sessions: Set[str],
+                      covered_version: int) -> None:
+        """Commit a BM25 segment for ``ids``, just stored from ``chunks``.
+
+        A chunk's document needs its session's earlier chunks: for the
+        ``new_sessions`` (no row in the table before this write) those are all among
+        ``chunks``, so their documents are built from them, as
+        :func:`documents_from_rows` builds them from the table; the documents of a
+        grown session's chunks are read from the table.  The manifest records the
+        table's version only when the index covered ``covered_version`` (the one
+        before this write): else readers still index the gap, and
+        :meth:`sync_lexical` closes it."""
+        in_hand = [{column: getattr(c, column) for column in DOCUMENT_COLUMNS}
+                   for c in chunks if c.session_id in new_sessions]
+        wanted = set(ids)
+        documents = documents_from_rows(in_hand, [r["id"] for r in in_hand if r["id"] in wanted])
+        grown = [i for i in ids if i not in documents]
+        if grown:
+            documents.update(self._fetch_texts(grown))
+        written = [i for i in dict.fromkeys(ids) if i in documents]
+        version = self.version if self.lexical.table_version == covered_version else self.lexical.table_version
+        self.lexical.add(written, [documents[i] for i in written], version, self._still_stored)
+
+    def _still_stored(self, ids: Sequence[str]) -> set[str]:
+        return self.known_ids()
 
     def chunks_per_session(self) -> Counter[str]:
         """Rows stored per session key (``<harness>--<session_id>``)."""
@@ -744,19 +785,50 @@ class MemoryWriter:
         return lexical_documents(self._scan, ids, int(self.table.count_rows()))
 
     def sync_lexical(self) -> int:
-        """Index every row the BM25 segments lack (after a bulk load or a crash);
-        returns how many were added."""
+        """Index every row the BM25 segments lack (a crash between a write and its
+        segment, a memory indexed under other settings, an older funes); returns how
+        many were added.  The rows are read and indexed a page of whole sessions
+        (about :data:`LEXICAL_PAGE` missing rows) at a time, each page committed as a
+        segment, so a whole table's documents are never held at once."""
         if self.lexical.table_version == self.version:
             return 0
-        table_ids = set(self.known_ids())
-        missing = sorted(table_ids.difference(self.lexical.covered_ids().tolist()))
-        if missing:
-            texts = self._fetch_texts(missing)
-            ids = [i for i in missing if i in texts]
-            self.lexical.add(ids, [texts[i] for i in ids], self.version, self._fetch_texts)
-        else:
+        self._known_ids = None  # what the table holds now, not what this process last wrote
+        self.known_ids()
+        table = self._scan(["id", "session_id"])
+        ids = table.column("id").to_numpy(zero_copy_only=False).astype("<U16")
+        missing = ~np.isin(ids, self.lexical.covered_ids())
+        if not missing.any():
             self.lexical.mark_version(self.version)
-        return len(missing)
+            return 0
+        missing_ids = ids[missing].tolist()
+        if len(missing_ids) <= LEXICAL_PAGE:
+            pages = [(missing_ids, None)]
+        else:
+            by_session: dict[str, list[str]] = {}
+            for chunk_id, session in zip(missing_ids, table.column("session_id").filter(pa.array(missing)).to_pylist(),
+                                         strict=True):
+                by_session.setdefault(session, []).append(chunk_id)
+            pages, page_ids, page_sessions = [], [], []
+            for session, session_ids in by_session.items():
+                page_ids += session_ids
+                page_sessions.append(session)
+                if len(page_ids) >= LEXICAL_PAGE:
+                    pages.append((page_ids, page_sessions))
+                    page_ids, page_sessions = [], []
+            if page_ids:
+                pages.append((page_ids, page_sessions))
+        del table, ids
+        for number, (page_ids, sessions) in enumerate(pages):
+            if sessions is None:
+                documents = self._fetch_texts(page_ids)
+            else:  # whole sessions: every chunk's context is among their rows
+                documents = documents_from_rows(self._scan(DOCUMENT_COLUMNS, sql_in("session_id", sessions)).to_pylist(),
+                                                page_ids)
+            written = [i for i in page_ids if i in documents]
+            last = number == len(pages) - 1
+            self.lexical.add(written, [documents[i] for i in written],
+                             self.version if last else self.lexical.table_version, self._still_stored)
+        return len(missing_ids)
 
     # ------------------------------------------------------------------ vectors
     def backlog(self, limit: int, *, tiers: Sequence[int] | None = None) -> pa.Table:
@@ -892,6 +964,7 @@ class MemoryWriter:
         documents = documents_from_rows(rows.to_pylist())
         self.lexical.rebuild(list(documents), list(documents.values()), self.version)
         self._known_ids = set(rows.column("id").to_pylist())
+        self._known_sessions = set(rows.column("session_id").unique().to_pylist())
         return rows.num_rows
 
     def maintain(self, *, keep_versions_for: timedelta = timedelta(hours=1)) -> dict[str, Any]:
