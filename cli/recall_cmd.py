@@ -56,7 +56,7 @@ def recall_command(
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
-    from funes.retrieval.search import Recaller, loading_query_embedder
+    from funes.retrieval.search import Recaller, loading_query_embedder, query_model_cached
 
     if batch is None and query is None:
         raise UsageError("missing QUERY (or --batch FILE)")
@@ -71,7 +71,11 @@ def recall_command(
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
                             session=session, since=since, until=until, file=file, command=command)
     how = Fusion.named(fusion)
-    embedder = loading_query_embedder() if how.uses_dense else None  # loads while the memory opens
+    # The query embedder loads while the memory opens, when its model is cached: a
+    # first run exports it (seconds of torch), which a recall refused for its memory
+    # (none yet, a damaged one) must not wait for at exit; Recaller.open then starts
+    # the loading once the memory is known good.
+    embedder = loading_query_embedder() if how.uses_dense and query_model_cached() else None
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how, embedder=embedder)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     try:

@@ -281,6 +281,14 @@ class Recaller:
                 ]
 
 
+def query_model_cached() -> bool:
+    """Whether the query embedder's model is already derived (cached), so that
+    loading it is a session to create, not an export."""
+    from funes.embedding import onnx_path
+
+    return onnx_path().is_file()
+
+
 def loading_query_embedder() -> Future:
     """The query embedder, loading in a thread.  Its onnxruntime session takes ~0.4 s
     to create, mostly outside the GIL: a cold recall starts it first and opens the

@@ -214,3 +214,14 @@ def test_half_life_turns_recency_into_a_factor(recaller):
     assert all(h.scores["recency"] < 1.0 for h in decayed.hits)
     for hit in decayed.hits:  # months-old fixtures: the fused score, decayed
         assert hit.score == pytest.approx(hit.scores["fused"] * hit.scores["recency"], rel=1e-3)
+
+
+def test_a_recall_refused_for_its_memory_does_not_wait_for_a_first_model_export(isolated_env, tmp_path):
+    """On a fresh machine (no model derived yet) and no memory, recall says so at once:
+    it neither exports the query model (seconds of torch) nor waits for one at exit."""
+    cache = tmp_path / "fresh-cache"
+    env = {**os.environ, "FUNES_CACHE_DIR": str(cache)}
+    result = funes("recall", "why did the build fail", env=env)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.startswith("funes: ") and "run funes index" in result.stderr
+    assert not cache.exists() or not any(cache.iterdir())  # no export begun (torch writes its caches here)
