@@ -402,7 +402,8 @@ def measure(args: argparse.Namespace) -> dict:
     log_tail = (WORK / "day-zero" / f"index-{args.chunks // 1000}k.log").read_text(errors="replace").strip()
     return {"chunks_target": args.chunks, "commit": commit(), "label": args.label or commit(), "started": started_at,
             "machine": machine(), "uptime_start": uptime_start, "uptime_end": uptime(),
-            "command": "nice -n 10 .venv/bin/python benchmarks/day_zero.py " + shlex.join(sys.argv[1:]),
+            "command": (f"nice -n {os.nice(0)} " if os.nice(0) else "") + ".venv/bin/python benchmarks/day_zero.py "
+                       + shlex.join(sys.argv[1:]),
             "embed_minutes": args.embed_minutes, "history_mb": sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6,
             "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "recalls": run.recalls, "sigint_s": run.sigint_s,
             "exited_s": run.exited_s, "rss_capped_s": run.rss_capped_s, "exit_code": run.exit_code, "max_rss_kb": run.max_rss_kb, "tiers": tiers,
