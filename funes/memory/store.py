@@ -567,6 +567,7 @@ class MemoryWriter:
         self.lexical = LexicalIndex.open(location.lexical_dir)
         self._known_ids: set[str] | None = None
         self._known_sessions: set[str] = set()  # the session ids of the table, loaded with the ids
+        self._id_indexed = False
 
     @classmethod
     @contextmanager
@@ -895,6 +896,7 @@ class MemoryWriter:
         return int(pc.sum(lengths).as_py() or 0) if len(lengths) else 0
 
     def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        self._index_ids()
         dim = self.table.schema.field("vector").type.list_size
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
         data = pa.table({"id": pa.array(list(ids), pa.string()),
@@ -902,6 +904,20 @@ class MemoryWriter:
         self.table.merge_insert("id").when_matched_update_all().execute(data)
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
+
+    def _index_ids(self) -> None:
+        """A BTREE index on ``id`` before vectors are merged in: without one each merge
+        on id reads every id of the table and hashes them (a first index, before any
+        ``funes maintain``): 256 vectors into a 1M-row memory cost 4 s and 2.3-2.9 GB,
+        with one 0.1-0.2 s and 0.5 GB (BENCHMARKS.md, "Indexing throughput and size").  Rows written after
+        it are searched unindexed until the next maintenance refreshes it."""
+        if self._id_indexed:
+            return
+        from lancedb.index import BTree
+
+        if not any(list(i.columns) == ["id"] for i in self.table.list_indices()):
+            self.table.create_index("id", config=BTree(), replace=True)
+        self._id_indexed = True
 
     def replace_chunks(self, removed: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         """Delete the rows ``removed`` and store ``chunks`` (an id already stored is
@@ -953,6 +969,7 @@ class MemoryWriter:
         self.table = db.create_table(TABLE_NAME, data=rows if rows.num_rows else None, schema=schema,
                                      mode="overwrite", on_bad_vectors="null")
         self._known_ids = None
+        self._id_indexed = False  # an overwrite keeps no index
         documents = documents_from_rows(rows.select(list(DOCUMENT_COLUMNS)).to_pylist())
         self.lexical.rebuild(list(documents), list(documents.values()), self.version)
         return rows.num_rows
