@@ -247,14 +247,8 @@ def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, wr
     phases = cold_phases(env, query)
     indexer = None
     if during:
-        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        indexer = indexer_embedding(env, funes_home)
         try:
-            start_count = embedded_count(funes_home)
-            while embedded_count(funes_home) == start_count:  # discovery, the model load: wait for vectors
-                if indexer.poll() is not None:
-                    raise SystemExit("funes index --yes ended before embedding")
-                time.sleep(1)
             rows.append(("`funes index --yes` running", load_average(), cold_runs(env, [query, *queries]),
                          mcp_warm(env, QUERIES)))
             during_phases = cold_phases(env, query)
@@ -291,6 +285,19 @@ def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, wr
         write_section("Cold recall on the day-zero memory", body)
 
 
+def indexer_embedding(env: dict[str, str], funes_home: Path) -> subprocess.Popen:
+    """`funes index --yes` started in ``env``, returned once it fills in vectors
+    (past discovery, the lexical pass and the model load)."""
+    indexer = subprocess.Popen([*FUNES, "index", "--yes"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    start_count = embedded_count(funes_home)
+    while embedded_count(funes_home) == start_count:
+        if indexer.poll() is not None:
+            raise SystemExit("funes index --yes ended before embedding")
+        time.sleep(1)
+    return indexer
+
+
 def load_average() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -303,14 +310,8 @@ def first_index(target: int, runs: int, write: bool) -> None:
     queries = (QUERIES * (runs // len(QUERIES) + 1))[:runs]
     rows = [("no indexer running", load_average(), cold_runs(env, queries), mcp_warm(env, QUERIES), None)]
     for niceness in (EMBED_NICENESS, 0):
-        indexer = subprocess.Popen([*FUNES, "index", "--yes"], env={**env, "FUNES_EMBED_NICENESS": str(niceness)},
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        indexer = indexer_embedding({**env, "FUNES_EMBED_NICENESS": str(niceness)}, funes_home)
         try:
-            start_count = embedded_count(funes_home)
-            while embedded_count(funes_home) == start_count:  # discovery, the model load: wait for vectors
-                if indexer.poll() is not None:
-                    raise SystemExit("funes index --yes ended before embedding")
-                time.sleep(1)
             started, first = time.monotonic(), embedded_count(funes_home)
             cold_run, warm_run = cold_runs(env, queries), mcp_warm(env, QUERIES)
             rate = (embedded_count(funes_home) - first) / (time.monotonic() - started)
