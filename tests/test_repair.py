@@ -44,7 +44,9 @@ def fragments_holding(home: Path, session_id: str | None = None) -> list:
 
 
 def truncate_data_file(home: Path, fragment) -> None:
-    (data_file,) = fragment.data_files()
+    """Truncate the fragment's first data file, the one its rows were written in (a
+    merge that filled in vectors may have added a file holding only that column)."""
+    data_file = fragment.data_files()[0]
     os.truncate(table(home) / "data" / data_file.path, 1000)
 
 
