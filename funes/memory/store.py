@@ -452,9 +452,11 @@ class Memory:
     def _unindexed_ids(self, index: LexicalIndex) -> list[str]:
         """The ids of this version the BM25 ``index`` (committed at an older table
         version) lacks.  Rows written since that version live in fragments it did
-        not have (Lance writes changed rows to new fragments; a delete only marks
-        old ones), so only those fragments' ids are read: a write that filled in
-        vectors costs a reader the ids of that batch, not of the whole table.  When
+        not have (Lance writes appended or rewritten rows to new fragments; a merge
+        that only fills in vectors, on the id index, adds a vector file to the
+        fragments it touches, whose text did not change; a delete only marks old
+        rows), so only those fragments' ids are read: a write that filled in
+        vectors costs a reader at most the ids of that batch, not of the whole table.  When
         that version is gone (cleaned up) or unreadable, every id is compared."""
         fragments = None
         if self._intact is None and index.table_version >= 0:
