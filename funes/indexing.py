@@ -414,6 +414,7 @@ def index_units(
     if batch:
         flush()
     writer.sync_lexical()
+    writer.keep_vector_index()  # new rows, with vectors or not, are searched flat until folded in
     report.pending = writer.pending_count()
     report.elapsed = time.monotonic() - started
     report.peak_rss_bytes = peak_rss_bytes()
@@ -475,6 +476,10 @@ def embed_backlog(
                                    embedded_before + done, embedded_before + total))
         if stopped:
             break
+        if not should_stop():
+            writer.keep_vector_index()
+    if done and stopped and not should_stop():  # the budget ended a page: its vectors too
+        writer.keep_vector_index()
     seconds = time.monotonic() - started
     if done:
         writer.coverage.record_embed_run(chunks=done, chars=chars_done, seconds=seconds)

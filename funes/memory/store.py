@@ -58,11 +58,22 @@ from funes.memory.schema import (
 
 _T = TypeVar("_T")
 IDENTITY_KEYS = ("model_id", "revision", "dim")
-# Below this many embedded rows brute force is fast enough; above it an IVF_PQ index
-# (with a refine step: without one its recall@30 was 0.48 here) keeps search in ms.
+# From this many embedded rows an IVF_PQ index (with a refine step: without one its
+# recall@30 was 0.48 here) keeps search in ms.
 VECTOR_INDEX_MIN_ROWS = 25_000
 NPROBES = 20
 REFINE_FACTOR = 5
+# Below VECTOR_INDEX_MIN_ROWS, from this many, an IVF_FLAT index of EXACT_INDEX_PARTITIONS
+# partitions.  A search probes NPROBES partitions, so it probes all of these and compares
+# the query with every vector, as a flat search does: the same hits.  What it saves is
+# the rows without a vector: a flat search reads the vector column of every row, and a
+# first index leaves most rows without one for hours (12k vectors among 300k rows:
+# 150-250 ms a search flat, ~10 ms indexed; BENCHMARKS.md, "Vector index upkeep").
+EXACT_INDEX_MIN_ROWS = 4096
+EXACT_INDEX_PARTITIONS = 8
+# Rows outside the vector index (new fragments, rows given a vector since) that make
+# folding them into it pay: until then a search reads them flat.
+VECTOR_INDEX_REFRESH_ROWS = 4096
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
 BACKLOG_PAGE = 4096
@@ -171,6 +182,22 @@ def _import_pyarrow_dataset_without_pandas() -> None:
         import pyarrow.dataset  # noqa: F401
     finally:
         sys.meta_path.remove(blocker)
+
+
+def vector_index_kind(embedded: int) -> str | None:
+    """The vector index a memory with ``embedded`` rows with vectors keeps: none below
+    :data:`EXACT_INDEX_MIN_ROWS`, an exact IVF_FLAT, from :data:`VECTOR_INDEX_MIN_ROWS`
+    an IVF_PQ."""
+    if embedded >= VECTOR_INDEX_MIN_ROWS:
+        return "IVF_PQ"
+    return "IVF_FLAT" if embedded >= EXACT_INDEX_MIN_ROWS else None
+
+
+@dataclass(frozen=True)
+class VectorIndexState:
+    name: str
+    index_type: str  # as Lance names it: IVF_FLAT, IVF_PQ
+    num_unindexed_rows: int  # rows of fragments the index does not cover, with a vector or not
 
 
 @dataclass
@@ -498,7 +525,7 @@ class Memory:
 
     def _has_vector_index(self) -> bool:
         if self._vector_indexed is None:
-            self._vector_indexed = any("vector" in index.get("fields", ()) for index in self.dataset.list_indices())
+            self._vector_indexed = any("vector" in index.field_names for index in self.dataset.describe_indices())
         return self._vector_indexed
 
     def _exact_search(self, vector: np.ndarray, k: int, where: str | None) -> list[tuple[str, float]]:
@@ -907,6 +934,50 @@ class MemoryWriter:
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
 
+    def keep_vector_index(self) -> str | None:
+        """Keep the vector index in step with the vectors, as they are filled in: build
+        one once :data:`EXACT_INDEX_MIN_ROWS` rows have a vector, move it to IVF_PQ at
+        :data:`VECTOR_INDEX_MIN_ROWS`, and fold rows it does not cover into it once
+        :data:`VECTOR_INDEX_REFRESH_ROWS` have gathered.  Returns what it did (``built
+        IVF_FLAT``, ``built IVF_PQ``, ``refreshed``) or None.  Called by every writer
+        after it stores vectors, so no memory depends on `funes maintain` for one."""
+        current = self._vector_index()
+        embedded = None
+        if current is None or current.index_type != "IVF_PQ":
+            embedded = self.embedded_count()
+            wanted = vector_index_kind(embedded)
+            if wanted is not None and (current is None or current.index_type != wanted):
+                return f"built {self._build_vector_index(embedded)}"
+        if current is not None and current.num_unindexed_rows >= VECTOR_INDEX_REFRESH_ROWS:
+            self.table.to_lance().optimize.optimize_indices(index_names=[current.name])
+            self.table.checkout_latest()
+            self.lexical.mark_version(self.version)  # no text changed
+            return "refreshed"
+        return None
+
+    def _vector_index(self) -> VectorIndexState | None:
+        for index in self.table.list_indices():
+            if list(index.columns) == ["vector"]:
+                stats = self.table.index_stats(index.name)
+                return VectorIndexState(index.name, stats.index_type, stats.num_unindexed_rows)
+        return None
+
+    def _build_vector_index(self, embedded: int) -> str:
+        """(Re)build the vector index for ``embedded`` rows with vectors: the kind
+        :func:`vector_index_kind` names; returns that kind."""
+        from lancedb.index import IvfFlat, IvfPq
+
+        kind = vector_index_kind(embedded)
+        if kind == "IVF_PQ":
+            dim = self.table.schema.field("vector").type.list_size
+            config: Any = IvfPq(distance_type="cosine", num_partitions=max(16, int(np.sqrt(embedded))),
+                                num_sub_vectors=max(1, dim // 8))
+        else:
+            config = IvfFlat(distance_type="cosine", num_partitions=EXACT_INDEX_PARTITIONS)
+        self.table.create_index("vector", config=config, replace=True)
+        self.lexical.mark_version(self.version)  # no text changed
+        return str(kind)
+
     def _index_ids(self) -> None:
         """A BTREE index on ``id`` before vectors are merged in: without one each merge
         on id reads every id of the table and hashes them (a first index, before any
@@ -1003,15 +1074,11 @@ class MemoryWriter:
             if (column,) not in indexed:
                 self.table.create_index(column, config=BTree(), replace=True)
         embedded = int(self.table.count_rows("vector IS NOT NULL"))
-        vector_index = False
-        if embedded >= VECTOR_INDEX_MIN_ROWS and ("vector",) not in indexed:
-            from lancedb.index import IvfPq
-
-            partitions = max(16, int(np.sqrt(embedded)))
-            dim = self.table.schema.field("vector").type.list_size
-            self.table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
-                                                          num_sub_vectors=max(1, dim // 8)), replace=True)
-            vector_index = True
+        current = self._vector_index()
+        wanted = vector_index_kind(embedded)
+        vector_index = wanted is not None and (current is None or current.index_type != wanted)
+        if vector_index:
+            self._build_vector_index(embedded)
         self.table.optimize()
         rows = self.rebuild_lexical()
         return {"seconds": round(time.monotonic() - started, 2), "rows": rows,

@@ -1,0 +1,122 @@
+"""The vector index keeps up with the vectors as they are filled in, without `funes
+maintain`: exact while small, IVF_PQ once large, and every vector given after it was
+built is still found.  The thresholds are lowered so that a few thousand rows cross
+them; the vectors are random (what is tested is the index, not what a model finds)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import lance
+import numpy as np
+import pytest
+
+from hub_helpers import chunk
+
+
+class HashEmbedder:
+    """A unit vector per text, the same for the same text (a stand-in for the model)."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = np.stack([np.random.default_rng(int(hashlib.sha1(t.encode()).hexdigest()[:12], 16))
+                            .normal(size=384) for t in texts]).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def small_thresholds(monkeypatch):
+    from funes.memory import store
+
+    monkeypatch.setattr(store, "EXACT_INDEX_MIN_ROWS", 300)
+    monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 1500)
+    monkeypatch.setattr(store, "VECTOR_INDEX_REFRESH_ROWS", 100)
+
+
+def _chunks(session: str, count: int, start: int = 0) -> list:
+    return [chunk(session, turn, f"{session} turn {turn}: the upload retried {turn * 7 % 13} times")
+            for turn in range(start, start + count)]
+
+
+def _vector_index_type(memory_dir) -> str | None:
+    dataset = lance.dataset(str(memory_dir / "chunks.lance"))
+    for index in dataset.describe_indices():
+        if list(index.field_names) == ["vector"]:
+            return dataset.stats.index_stats(index.name)["index_type"]
+    return None
+
+
+def _embedded(memory) -> tuple[list[str], np.ndarray]:
+    table = memory.scan(["id", "vector"], "vector IS NOT NULL")
+    return table.column("id").to_pylist(), np.stack(table.column("vector").to_numpy(zero_copy_only=False))
+
+
+def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isolated_env, small_thresholds):
+    from funes.indexing import embed_backlog, index_units, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    memory_dir = isolated_env / ".funes" / "memory"
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(_chunks("s-first-index", 2000))  # a first index's lexical pass: no vectors
+        embed_backlog(writer, HashEmbedder(), limit=200)
+        assert _vector_index_type(memory_dir) is None  # under EXACT_INDEX_MIN_ROWS: flat search
+        embed_backlog(writer, HashEmbedder(), limit=400)
+        assert _vector_index_type(memory_dir) == "IVF_FLAT"
+
+    # Exact: the same hits and distances as comparing the query with every vector,
+    # including the rows given a vector after the index was built.
+    with open_writer(local_memory()) as writer:
+        embed_backlog(writer, HashEmbedder(), limit=300)
+    memory = Memory.open(local_memory())
+    ids, vectors = _embedded(memory)
+    assert len(ids) == 900 and _vector_index_type(memory_dir) == "IVF_FLAT"
+    rng = np.random.default_rng(1)
+    for query in rng.normal(size=(10, 384)).astype(np.float32):
+        indexed = memory.vector_search(query, 10)
+        exact = memory._exact_search(query, 10, None)
+        assert [i for i, _ in indexed] == [i for i, _ in exact]
+        assert np.allclose([d for _, d in indexed], [d for _, d in exact], atol=1e-5)
+
+    # A turn stored with its vectors (a hook's write) and rows still without one: the
+    # new vectors are found, no row without a vector is ever a hit.
+    hook_turn = _chunks("s-hook", 20)
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(hook_turn, HashEmbedder().embed([c.text for c in hook_turn]))
+        writer.add_chunks(_chunks("s-later", 50))
+    memory = Memory.open(local_memory())
+    pending = set(memory.scan(["id"], "vector IS NULL").column("id").to_pylist())
+    for new in hook_turn:
+        hits = memory.vector_search(HashEmbedder().embed([new.text])[0], 5)
+        assert hits[0][0] == new.id and not pending & {i for i, _ in hits}
+
+    # Past VECTOR_INDEX_MIN_ROWS the index becomes IVF_PQ, and a vector still finds its row.
+    with open_writer(local_memory()) as writer:
+        embed_backlog(writer, HashEmbedder())
+        assert writer.pending_count() == 0
+    assert _vector_index_type(memory_dir) == "IVF_PQ"
+    memory = Memory.open(local_memory())
+    ids, vectors = _embedded(memory)
+    sample = rng.choice(len(ids), 100, replace=False)
+    found = sum(memory.vector_search(vectors[i], 1)[0][0] == ids[i] for i in sample)
+    assert found >= 95, found
+
+
+def test_rows_outside_the_index_are_folded_in_once_enough_gather(isolated_env, small_thresholds):
+    """Rows stored after the index (with or without a vector) are read flat by every
+    search until folded in: past VECTOR_INDEX_REFRESH_ROWS the next write folds them."""
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(_chunks("s-one", 400))
+        embed_backlog(writer, HashEmbedder())
+        assert writer._vector_index().num_unindexed_rows == 0
+        more = _chunks("s-two", 60)
+        writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
+        assert writer.keep_vector_index() is None  # 60 rows outside: not worth a refresh
+        assert writer._vector_index().num_unindexed_rows == 60
+        more = _chunks("s-three", 60)
+        writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
+        assert writer.keep_vector_index() == "refreshed"
+        assert writer._vector_index().num_unindexed_rows == 0
+        assert writer._vector_index().index_type == "IVF_FLAT"
