@@ -7,7 +7,7 @@ from typing import Optional
 import dagster as dg
 import numpy as np
 
-from funes.indexing import SessionChunks, store_stage
+from funes.indexing import SessionChunks, settle_store, store_stage
 from funes.pipelines.chain_store import CHAIN_VALUES, ChainStore
 from funes.pipelines.records import stage_metadata
 from funes.pipelines.resources import MemoryResource
@@ -29,7 +29,7 @@ def memory_chunks(
     vectors = {cid: vector for per_session in chunk_embeddings.values() for cid, vector in per_session.items()}
     with memory.writer() as writer:
         store_stage(writer, sessions, vectors)
-        writer.sync_lexical()
+        settle_store(writer)
         version = writer.version
     for item in sessions:
         context.add_asset_metadata({**stage_metadata("memory_chunks", item.report), "table_version": version},

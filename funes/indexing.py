@@ -262,6 +262,14 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
                                        warnings=len(item.report.warnings))
 
 
+def settle_store(writer: MemoryWriter) -> None:
+    """What every writer does once it has stored rows: index those a killed run left
+    without a BM25 segment, then keep the vector index in step (new rows, with a
+    vector or not, are read flat by every search until folded into it)."""
+    writer.sync_lexical()
+    writer.keep_vector_index()
+
+
 # --------------------------------------------------------------------------- the path
 
 
@@ -413,8 +421,7 @@ def index_units(
         progress("parse", 1, len(changed))
     if batch:
         flush()
-    writer.sync_lexical()
-    writer.keep_vector_index()  # new rows, with vectors or not, are searched flat until folded in
+    settle_store(writer)
     report.pending = writer.pending_count()
     report.elapsed = time.monotonic() - started
     report.peak_rss_bytes = peak_rss_bytes()
