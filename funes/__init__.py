@@ -23,4 +23,10 @@ __version__ = "0.2.0"
 # and inherited by every process funes starts; a value the user set is kept.
 for _name in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY"):
     os.environ.setdefault(_name, "1")
+# Lance and lancedb log from Rust straight to stderr, read once when each loads: a
+# vector index build (which `funes index` and the hook worker now run) prints its k-means
+# warnings ("more than 10% of clusters are empty") on the user's terminal.  Errors only,
+# unless the user set a level.
+for _name in ("LANCE_LOG", "LANCEDB_LOG"):
+    os.environ.setdefault(_name, "error")
 del _name

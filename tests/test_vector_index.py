@@ -38,10 +38,9 @@ def _chunks(session: str, count: int, start: int = 0) -> list:
 
 
 def _vector_index_type(memory_dir) -> str | None:
-    dataset = lance.dataset(str(memory_dir / "chunks.lance"))
-    for index in dataset.describe_indices():
+    for index in lance.dataset(str(memory_dir / "chunks.lance")).describe_indices():
         if list(index.field_names) == ["vector"]:
-            return dataset.stats.index_stats(index.name)["index_type"]
+            return index.index_type
     return None
 
 

@@ -956,10 +956,13 @@ class MemoryWriter:
         return None
 
     def _vector_index(self) -> VectorIndexState | None:
-        for index in self.table.list_indices():
-            if list(index.columns) == ["vector"]:
-                stats = self.table.index_stats(index.name)
-                return VectorIndexState(index.name, stats.index_type, stats.num_unindexed_rows)
+        # describe_indices, not index_stats: that one serialises every centroid and
+        # logs a warning about it on stderr.
+        dataset = self.table.to_lance()
+        for index in dataset.describe_indices():
+            if list(index.field_names) == ["vector"]:
+                return VectorIndexState(index.name, index.index_type,
+                                        max(0, dataset.count_rows() - index.num_rows_indexed))
         return None
 
     def _build_vector_index(self, embedded: int) -> str:
@@ -970,8 +973,10 @@ class MemoryWriter:
         kind = vector_index_kind(embedded)
         if kind == "IVF_PQ":
             dim = self.table.schema.field("vector").type.list_size
-            config: Any = IvfPq(distance_type="cosine", num_partitions=max(16, int(np.sqrt(embedded))),
-                                num_sub_vectors=max(1, dim // 8))
+            # sqrt(n) partitions, but at least 256 vectors each: Lance trains no more
+            # than that (and warns), so up to 65k vectors the cap is the real count.
+            partitions = max(16, min(int(np.sqrt(embedded)), embedded // 256))
+            config: Any = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=max(1, dim // 8))
         else:
             config = IvfFlat(distance_type="cosine", num_partitions=EXACT_INDEX_PARTITIONS)
         self.table.create_index("vector", config=config, replace=True)
