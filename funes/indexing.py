@@ -267,7 +267,7 @@ def settle_store(writer: MemoryWriter) -> None:
     without a BM25 segment, then keep the vector index in step (new rows, with a
     vector or not, are read flat by every search until folded into it)."""
     writer.sync_lexical()
-    writer.keep_vector_index()
+    writer.keep_indexes()
 
 
 # --------------------------------------------------------------------------- the path
@@ -484,9 +484,9 @@ def embed_backlog(
         if stopped:
             break
         if not should_stop():
-            writer.keep_vector_index()
+            writer.keep_indexes()
     if done and stopped and not should_stop():  # the budget ended a page: its vectors too
-        writer.keep_vector_index()
+        writer.keep_indexes()
     seconds = time.monotonic() - started
     if done:
         writer.coverage.record_embed_run(chunks=done, chars=chars_done, seconds=seconds)

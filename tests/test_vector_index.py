@@ -29,7 +29,7 @@ def small_thresholds(monkeypatch):
 
     monkeypatch.setattr(store, "EXACT_INDEX_MIN_ROWS", 300)
     monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 1500)
-    monkeypatch.setattr(store, "VECTOR_INDEX_REFRESH_ROWS", 100)
+    monkeypatch.setattr(store, "INDEX_REFRESH_ROWS", 100)
 
 
 def _chunks(session: str, count: int, start: int = 0) -> list:
@@ -100,22 +100,34 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     assert found >= 95, found
 
 
-def test_rows_outside_the_index_are_folded_in_once_enough_gather(isolated_env, small_thresholds):
-    """Rows stored after the index (with or without a vector) are read flat by every
-    search until folded in: past VECTOR_INDEX_REFRESH_ROWS the next write folds them."""
+def _state(writer, column: str):
+    return next(state for state in writer._index_states() if state.columns == (column,))
+
+
+def test_rows_outside_the_indexes_are_folded_in_once_enough_gather(isolated_env, small_thresholds):
+    """Rows stored after an index, and rows given a vector since (Lance drops a fragment
+    whose vectors change from every index, the BTREE on id included), are read flat by
+    every search or merge on id until folded in: past INDEX_REFRESH_ROWS the next write
+    folds them into every index."""
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
 
     with open_writer(local_memory()) as writer:
         writer.add_chunks(_chunks("s-one", 400))
-        embed_backlog(writer, HashEmbedder())
-        assert writer._vector_index().num_unindexed_rows == 0
-        more = _chunks("s-two", 60)
-        writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
-        assert writer.keep_vector_index() is None  # 60 rows outside: not worth a refresh
-        assert writer._vector_index().num_unindexed_rows == 60
+        writer.add_chunks(_chunks("s-two", 300))
+        embed_backlog(writer, HashEmbedder(), limit=500)  # pages of vectors into both sessions' fragments
+        assert _state(writer, "vector").index_type == "IVF_FLAT"
+        assert _state(writer, "id").uncovered_rows == 0 and _state(writer, "vector").uncovered_rows == 0
+
         more = _chunks("s-three", 60)
         writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
-        assert writer.keep_vector_index() == "refreshed"
-        assert writer._vector_index().num_unindexed_rows == 0
-        assert writer._vector_index().index_type == "IVF_FLAT"
+        assert writer.keep_indexes() is None  # 60 rows outside: not worth a refresh
+        assert _state(writer, "id").uncovered_rows == _state(writer, "vector").uncovered_rows == 60
+        more = _chunks("s-four", 60)
+        writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
+        assert writer.keep_indexes() == "refreshed"
+        assert _state(writer, "id").uncovered_rows == 0 and _state(writer, "vector").uncovered_rows == 0
+
+        embed_backlog(writer, HashEmbedder())  # the rest of the vectors, into fragments both indexes covered
+        assert writer.pending_count() == 0
+        assert _state(writer, "id").uncovered_rows == 0 and _state(writer, "vector").uncovered_rows == 0

@@ -71,9 +71,10 @@ REFINE_FACTOR = 5
 # 150-250 ms a search flat, ~10 ms indexed; BENCHMARKS.md, "Vector index upkeep").
 EXACT_INDEX_MIN_ROWS = 4096
 EXACT_INDEX_PARTITIONS = 8
-# Rows outside the vector index (new fragments, rows given a vector since) that make
-# folding them into it pay: until then a search reads them flat.
-VECTOR_INDEX_REFRESH_ROWS = 4096
+# Rows an index does not cover (new fragments, rows given a vector since) that make
+# folding them into it pay: until then a search reads them flat, and a merge on ``id``
+# reads every id of the fragments the id index lost.
+INDEX_REFRESH_ROWS = 4096
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
 BACKLOG_PAGE = 4096
@@ -194,10 +195,11 @@ def vector_index_kind(embedded: int) -> str | None:
 
 
 @dataclass(frozen=True)
-class VectorIndexState:
+class IndexState:
     name: str
-    index_type: str  # as Lance names it: IVF_FLAT, IVF_PQ
-    num_unindexed_rows: int  # rows of fragments the index does not cover, with a vector or not
+    columns: tuple[str, ...]
+    index_type: str  # as Lance names it: BTree, IVF_FLAT, IVF_PQ
+    uncovered_rows: int  # rows of fragments the index does not cover
 
 
 @dataclass
@@ -934,36 +936,40 @@ class MemoryWriter:
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
 
-    def keep_vector_index(self) -> str | None:
-        """Keep the vector index in step with the vectors, as they are filled in: build
-        one once :data:`EXACT_INDEX_MIN_ROWS` rows have a vector, move it to IVF_PQ at
-        :data:`VECTOR_INDEX_MIN_ROWS`, and fold rows it does not cover into it once
-        :data:`VECTOR_INDEX_REFRESH_ROWS` have gathered.  Returns what it did (``built
-        IVF_FLAT``, ``built IVF_PQ``, ``refreshed``) or None.  Called by every writer
-        after it stores vectors, so no memory depends on `funes maintain` for one."""
-        current = self._vector_index()
-        embedded = None
-        if current is None or current.index_type != "IVF_PQ":
+    def keep_indexes(self) -> str | None:
+        """Keep the table's indexes in step with its rows as they are stored and given
+        vectors.  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
+        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`.  Every index: rows it
+        does not cover (new fragments, and fragments whose vectors were filled in since:
+        Lance then drops them from every index, the BTREE on ``id`` included) folded into
+        it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns what it did (``built
+        IVF_FLAT``, ``built IVF_PQ``, ``refreshed``, both joined by ``, ``) or None.
+        Called by every writer after it stores rows or vectors, so no memory depends on
+        `funes maintain`."""
+        done = []
+        indexes = self._index_states()
+        vector = next((state for state in indexes if state.columns == ("vector",)), None)
+        if vector is None or vector.index_type != "IVF_PQ":
             embedded = self.embedded_count()
             wanted = vector_index_kind(embedded)
-            if wanted is not None and (current is None or current.index_type != wanted):
-                return f"built {self._build_vector_index(embedded)}"
-        if current is not None and current.num_unindexed_rows >= VECTOR_INDEX_REFRESH_ROWS:
-            self.table.to_lance().optimize.optimize_indices(index_names=[current.name])
+            if wanted is not None and (vector is None or vector.index_type != wanted):
+                done.append(f"built {self._build_vector_index(embedded)}")
+                indexes = [state for state in indexes if state.columns != ("vector",)]  # new: covers every row
+        stale = [state.name for state in indexes if state.uncovered_rows >= INDEX_REFRESH_ROWS]
+        if stale:
+            self.table.to_lance().optimize.optimize_indices(index_names=stale)
             self.table.checkout_latest()
             self.lexical.mark_version(self.version)  # no text changed
-            return "refreshed"
-        return None
+            done.append("refreshed")
+        return ", ".join(done) or None
 
-    def _vector_index(self) -> VectorIndexState | None:
-        # describe_indices, not index_stats: that one serialises every centroid and
-        # logs a warning about it on stderr.
+    def _index_states(self) -> list[IndexState]:
+        # describe_indices, not index_stats: that one serialises every centroid of a
+        # vector index and logs a warning about it on stderr.
         dataset = self.table.to_lance()
-        for index in dataset.describe_indices():
-            if list(index.field_names) == ["vector"]:
-                return VectorIndexState(index.name, index.index_type,
-                                        max(0, dataset.count_rows() - index.num_rows_indexed))
-        return None
+        rows = dataset.count_rows()
+        return [IndexState(index.name, tuple(index.field_names), index.index_type,
+                           max(0, rows - index.num_rows_indexed)) for index in dataset.describe_indices()]
 
     def _build_vector_index(self, embedded: int) -> str:
         """(Re)build the vector index for ``embedded`` rows with vectors: the kind
@@ -1079,7 +1085,7 @@ class MemoryWriter:
             if (column,) not in indexed:
                 self.table.create_index(column, config=BTree(), replace=True)
         embedded = int(self.table.count_rows("vector IS NOT NULL"))
-        current = self._vector_index()
+        current = next((state for state in self._index_states() if state.columns == ("vector",)), None)
         wanted = vector_index_kind(embedded)
         vector_index = wanted is not None and (current is None or current.index_type != wanted)
         if vector_index:
