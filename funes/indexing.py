@@ -264,8 +264,8 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
 
 def settle_store(writer: MemoryWriter) -> None:
     """What every writer does once it has stored rows: index those a killed run left
-    without a BM25 segment, then keep the vector index in step (new rows, with a
-    vector or not, are read flat by every search until folded into it)."""
+    without a BM25 segment, then keep the table's indexes in step (new rows, with a
+    vector or not, are read flat by every search until folded into them)."""
     writer.sync_lexical()
     writer.keep_indexes()
 

@@ -993,8 +993,8 @@ class MemoryWriter:
         """A BTREE index on ``id`` before vectors are merged in: without one each merge
         on id reads every id of the table and hashes them (a first index, before any
         ``funes maintain``): 256 vectors into a 1M-row memory cost 4 s and 2.3-2.9 GB,
-        with one 0.1-0.2 s and 0.5 GB (BENCHMARKS.md, "Indexing throughput and size").  Rows written after
-        it are searched unindexed until the next maintenance refreshes it."""
+        with one 0.1-0.2 s and 0.5 GB (BENCHMARKS.md, "Indexing throughput and size").  Rows written
+        or given vectors after it are outside it until :meth:`keep_indexes` folds them in."""
         if self._id_indexed:
             return
         from lancedb.index import BTree
