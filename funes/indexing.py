@@ -407,10 +407,11 @@ def index_units(
 
     With ``embedder`` the new chunks get their vectors in the same write (small
     increments such as one turn); without it they are stored lexical-only, for
-    :func:`embed_backlog` to fill in.  Parsing, chunking and redaction run in
-    ``workers`` processes (default :func:`index_workers`) when there are enough
-    units to pay for them; this process alone stores, in the units' order, and
-    records a unit only once its rows are committed."""
+    :func:`embed_backlog` to fill in.  Parsing, chunking and redaction, and a new
+    session's BM25 term counts, run in ``workers`` processes (default
+    :func:`index_workers`) when there are enough units to pay for them; this
+    process alone stores, in the units' order, and records a unit only once its
+    rows are committed."""
     started = time.monotonic()
     report = IndexReport(units=len(units))
     changed = writer.coverage.changed(units)
