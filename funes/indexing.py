@@ -432,9 +432,11 @@ def index_units(
         batch_chunks = 0
 
     # A new session's documents are counted into terms as it is chunked (in the pool, when
-    # there is one); a grown one's take their context from the table, here.
+    # there is one); a grown one's take their context from the table, here.  The table's
+    # sessions are read only when there is something to index (a run that finds nothing
+    # changed reads no ids).
     for unit, item in prepared_units(changed, include_thinking=include_thinking, workers=workers,
-                                     known_sessions=writer.known_sessions()):
+                                     known_sessions=writer.known_sessions() if changed else None):
         if isinstance(item, SessionReport):  # could not be read now: retried next run
             writer.coverage.record_error(unit, item.error or "")
             report.per_session[unit.key] = item

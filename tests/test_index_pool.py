@@ -171,3 +171,21 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
     grown, _, memory = _index(discover(), isolated_env / "fh", workers=2)
     assert grown.chunks_added == 1 and built  # its document built here, with context from the table
     assert _indexed_terms(memory.lexical()) == _table_terms(memory)
+
+
+def test_a_run_that_finds_nothing_changed_reads_no_ids(isolated_env, monkeypatch):
+    """Which sessions the table holds (to hand new ones out for counting) is read
+    only when some unit changed: a run with nothing to do does not scan the table."""
+    from funes.memory.store import MemoryWriter
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    units = discover()
+    _index(units, isolated_env / "fh", workers=1)
+
+    def known_ids(self):
+        raise AssertionError("the table's ids were read")
+
+    monkeypatch.setattr(MemoryWriter, "known_ids", known_ids)
+    report, _, _ = _index(units, isolated_env / "fh", workers=1)
+    assert report.changed == 0
