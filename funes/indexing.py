@@ -39,6 +39,7 @@ import numpy as np
 from funes.chunking import Chunk, ChunkReport, chunk_session
 from funes.embedding import DENSE_TIERS, IDENTITY
 from funes.errors import TraceReadError
+from funes.memory.lexical import TermCounts, session_term_counts
 from funes.memory.location import MemoryLocation
 from funes.memory.store import BACKLOG_PAGE, MemoryWriter
 from funes.traces import parse_unit, session_key
@@ -185,6 +186,10 @@ class SessionChunks:
     unit: SourceUnit
     chunks: list[Chunk]
     report: SessionReport
+    # Its chunks' BM25 documents counted into terms by the process that chunked them
+    # (a pool worker's work, not the writer's), for a session new to the table when
+    # it was handed out: see :func:`prepare_unit` and :func:`counted_sessions`.
+    terms: TermCounts | None = None
 
 
 def parse_stage(unit: SourceUnit) -> ParsedSession:
@@ -251,7 +256,8 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
         if without:
             added.update(writer.add_chunks(without, update_lexical=False))
     if added:
-        writer.index_lexical([c.id for c in chunks if c.id in added], chunks, new_sessions, covered_version)
+        writer.index_lexical([c.id for c in chunks if c.id in added], chunks, new_sessions, covered_version,
+                             counted_sessions(sessions))
     stored_with_vector = {cid for cid in vectors if cid in added}
     for item in sessions:
         ids = {c.id for c in item.chunks}
@@ -260,6 +266,19 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
         item.report.embedded_by_tier.update(tiers_embedded(item.chunks, stored_with_vector))
         writer.coverage.record_success(item.unit, turns=item.report.turns, chunks=len(item.chunks),
                                        warnings=len(item.report.warnings))
+
+
+def counted_sessions(sessions: Sequence[SessionChunks]) -> dict[str, TermCounts]:
+    """Session id → the term counts its chunks came with, for the sessions no other
+    item of ``sessions`` holds: two units of one session make its documents together,
+    which the counts of either alone are not."""
+    holders = Counter(session for item in sessions for session in {c.session_id for c in item.chunks})
+    counted = {}
+    for item in sessions:
+        held = {c.session_id for c in item.chunks}
+        if item.terms is not None and len(held) == 1 and holders[next(iter(held))] == 1:
+            counted[next(iter(held))] = item.terms
+    return counted
 
 
 def settle_store(writer: MemoryWriter) -> None:
@@ -295,14 +314,21 @@ def peak_rss_bytes() -> int:
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
-def prepare_unit(unit: SourceUnit, include_thinking: bool = True) -> SessionChunks | SessionReport:
+def prepare_unit(unit: SourceUnit, include_thinking: bool = True,
+                 count_terms: bool = False) -> SessionChunks | SessionReport:
     """Stages 1 and 2 for one unit: its redacted chunks, or the report of why it
-    cannot be read now (what a worker process returns)."""
+    cannot be read now (what a worker process returns).  With ``count_terms`` (its
+    session is new to the table) also its chunks' BM25 term counts, which the writer
+    would otherwise make itself: in a pool they are made beside the chunking, not in
+    the one process that stores."""
     try:
         parsed = parse_stage(unit)
     except TraceReadError as exc:
         return unreadable(unit, exc)
-    return chunk_stage(parsed, include_thinking=include_thinking)
+    item = chunk_stage(parsed, include_thinking=include_thinking)
+    if count_terms:
+        item.terms = session_term_counts(item.chunks)
+    return item
 
 
 def _worker_start() -> None:
@@ -333,15 +359,22 @@ def pool_size(units: Sequence[SourceUnit], workers: int) -> int:
     return max(1, min(workers, len(units), size // POOL_BYTES_PER_WORKER))
 
 
-def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True,
-                   workers: int = 1) -> Iterator[tuple[SourceUnit, SessionChunks | SessionReport]]:
+def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True, workers: int = 1,
+                   known_sessions: Container[str] | None = None,
+                   ) -> Iterator[tuple[SourceUnit, SessionChunks | SessionReport]]:
     """Each unit with its :func:`prepare_unit`, in order; with ``workers`` > 1 (at most
     one per :data:`POOL_BYTES_PER_WORKER` of transcripts) by a pool of spawned
-    processes working ahead of the caller, stopped when the caller stops reading."""
+    processes working ahead of the caller, stopped when the caller stops reading.
+    Units whose session is not among ``known_sessions`` (the table's) come with
+    their term counts (None: none do)."""
     workers = pool_size(units, workers)
+
+    def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool]:
+        return unit, include_thinking, known_sessions is not None and unit.session_id not in known_sessions
+
     if workers <= 1:
         for unit in units:
-            yield unit, prepare_unit(unit, include_thinking)
+            yield unit, prepare_unit(*arguments(unit))
         return
     import multiprocessing
     from collections import deque
@@ -354,13 +387,13 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
         pending: deque = deque()
         queued = iter(units)
         for unit in queued:
-            pending.append((unit, pool.apply_async(prepare_unit, (unit, include_thinking))))
+            pending.append((unit, pool.apply_async(prepare_unit, arguments(unit))))
             if len(pending) >= workers * POOL_AHEAD_PER_WORKER:
                 break
         while pending:
             unit, result = pending.popleft()
             for later in queued:
-                pending.append((later, pool.apply_async(prepare_unit, (later, include_thinking))))
+                pending.append((later, pool.apply_async(prepare_unit, arguments(later))))
                 break
             yield unit, result.get()
         pool.close()
@@ -382,10 +415,11 @@ def index_units(
 
     With ``embedder`` the new chunks get their vectors in the same write (small
     increments such as one turn); without it they are stored lexical-only, for
-    :func:`embed_backlog` to fill in.  Parsing, chunking and redaction run in
-    ``workers`` processes (default :func:`index_workers`) when there are enough
-    units to pay for them; this process alone stores, in the units' order, and
-    records a unit only once its rows are committed."""
+    :func:`embed_backlog` to fill in.  Parsing, chunking and redaction, and a new
+    session's BM25 term counts, run in ``workers`` processes (default
+    :func:`index_workers`) when there are enough units to pay for them; this
+    process alone stores, in the units' order, and records a unit only once its
+    rows are committed."""
     started = time.monotonic()
     report = IndexReport(units=len(units))
     changed = writer.coverage.changed(units)
@@ -405,7 +439,12 @@ def index_units(
         batch.clear()
         batch_chunks = 0
 
-    for unit, item in prepared_units(changed, include_thinking=include_thinking, workers=workers):
+    # A new session's documents are counted into terms as it is chunked (in the pool, when
+    # there is one); a grown one's take their context from the table, here.  The table's
+    # sessions are read only when there is something to index (a run that finds nothing
+    # changed reads no ids).
+    for unit, item in prepared_units(changed, include_thinking=include_thinking, workers=workers,
+                                     known_sessions=writer.known_sessions() if changed else None):
         if isinstance(item, SessionReport):  # could not be read now: retried next run
             writer.coverage.record_error(unit, item.error or "")
             report.per_session[unit.key] = item

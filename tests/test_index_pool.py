@@ -110,3 +110,82 @@ def test_a_killed_index_leaves_no_worker_and_the_rerun_completes_it(isolated_env
     assert rerun.returncode == 0, rerun.stderr
     ids = Memory.open(local_memory()).scan(["id"]).column("id").to_pylist()
     assert len(ids) == len(set(ids)), "a chunk was stored twice"
+
+
+def _indexed_terms(index) -> dict[str, tuple[int, dict[str, float]]]:
+    """Each indexed chunk's document length and term counts: what BM25 scores it from."""
+    found = {}
+    for segment in index.segments:
+        names = {column: token for token, column in segment.vocab.items()}
+        terms: list[dict[str, float]] = [{} for _ in range(segment.n_docs)]
+        for column in range(len(segment.indptr) - 1):
+            for entry in range(int(segment.indptr[column]), int(segment.indptr[column + 1])):
+                terms[int(segment.indices[entry])][names[column]] = float(segment.tf[entry])
+        found.update((chunk, (int(length), counts)) for chunk, length, counts
+                     in zip(segment.ids.tolist(), segment.lengths.tolist(), terms, strict=True))
+    return found
+
+
+def _table_terms(memory) -> dict[str, tuple[int, dict[str, float]]]:
+    """The same, for every row, from the documents the whole table gives (a rebuild's)."""
+    from funes.memory.lexical import DOCUMENT_COLUMNS, count_terms, documents_from_rows
+
+    documents = documents_from_rows(memory.scan(list(DOCUMENT_COLUMNS)).to_pylist())
+    counts = count_terms(list(documents), list(documents.values()))
+    found: dict[str, tuple[int, dict[str, float]]] = {i: (int(n), {}) for i, n in zip(counts.ids, counts.lengths.tolist())}
+    for doc, term, count in zip(counts.doc.tolist(), counts.term.tolist(), counts.count.tolist(), strict=True):
+        found[counts.ids[doc]][1][counts.tokens[term]] = float(count)
+    return found
+
+
+def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated_env, monkeypatch):
+    """In a pool, the worker that chunks a session new to the table also counts its
+    chunks' BM25 documents into terms: the writing process builds none of them.  A
+    grown session's documents take their context from the table, in the writer.
+    Either way each chunk is indexed with the terms a rebuild from the table gives it."""
+    import json
+
+    from funes import indexing
+    from funes.memory import lexical
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    monkeypatch.setattr(indexing, "POOL_BYTES_PER_WORKER", 1)  # every unit set pays for a pool here
+    built: list[str] = []  # the documents this process built (spawned workers are not patched)
+    real_document = lexical.document
+    monkeypatch.setattr(lexical, "document", lambda text, *a, **k: built.append(text) or real_document(text, *a, **k))
+    units = discover()
+    report, _, memory = _index(units, isolated_env / "fh", workers=2)
+    assert report.workers == 2 and report.chunks_added > 100
+    assert built == []
+    assert _indexed_terms(memory.lexical()) == _table_terms(memory)
+
+    transcript = next(u.path for u in units if u.harness == "claude_code")
+    lines = transcript.read_text().splitlines()
+    turn = json.loads(lines[1])
+    turn.update(uuid="11111111-2222-4333-8444-555555555555", parentUuid=turn.get("uuid"),
+                timestamp="2026-06-12T22:00:00.000Z", type="user",
+                message={"role": "user", "content": "Now make the oceans reflect the sun correctly."})
+    with transcript.open("a") as handle:
+        handle.write(json.dumps(turn) + "\n")
+    grown, _, memory = _index(discover(), isolated_env / "fh", workers=2)
+    assert grown.chunks_added == 1 and built  # its document built here, with context from the table
+    assert _indexed_terms(memory.lexical()) == _table_terms(memory)
+
+
+def test_a_run_that_finds_nothing_changed_reads_no_ids(isolated_env, monkeypatch):
+    """Which sessions the table holds (to hand new ones out for counting) is read
+    only when some unit changed: a run with nothing to do does not scan the table."""
+    from funes.memory.store import MemoryWriter
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    units = discover()
+    _index(units, isolated_env / "fh", workers=1)
+
+    def known_ids(self):
+        raise AssertionError("the table's ids were read")
+
+    monkeypatch.setattr(MemoryWriter, "known_ids", known_ids)
+    report, _, _ = _index(units, isolated_env / "fh", workers=1)
+    assert report.changed == 0

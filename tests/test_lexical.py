@@ -151,16 +151,47 @@ def test_a_merge_scores_as_a_build_over_the_same_documents(tmp_path, monkeypatch
     merged.save(tmp_path / "m")
     for segment in (merged, Segment.load(tmp_path / "m")):
         assert segment.ids.tolist() == kept
-        assert set(segment.vocab) == set(built.vocab)
-        assert np.array_equal(segment.lengths, built.lengths)
-        for token, column in built.vocab.items():
-            if token == "":
-                continue
-            ours, theirs = segment.vocab[token], column
-            a, b = slice(segment.indptr[ours], segment.indptr[ours + 1]), slice(built.indptr[theirs], built.indptr[theirs + 1])
-            assert np.array_equal(segment.indices[a], built.indices[b]), token
-            assert np.array_equal(segment.data[a], built.data[b]), token
-            assert np.array_equal(segment.tf[a], built.tf[b]), token
+        _assert_same_columns(segment, built)
+
+
+def _assert_same_columns(segment, built):
+    """The two segments hold the same terms, each with the same documents, scores
+    and counts (term ids may be numbered differently)."""
+    assert set(segment.vocab) == set(built.vocab)
+    assert np.array_equal(segment.lengths, built.lengths)
+    for token, column in built.vocab.items():
+        if token == "":
+            continue
+        ours, theirs = segment.vocab[token], column
+        a, b = slice(segment.indptr[ours], segment.indptr[ours + 1]), slice(built.indptr[theirs], built.indptr[theirs + 1])
+        assert np.array_equal(segment.indices[a], built.indices[b]), token
+        assert np.array_equal(segment.data[a], built.data[b]), token
+        assert np.array_equal(segment.tf[a], built.tf[b]), token
+
+
+def test_documents_counted_elsewhere_build_the_segment_their_texts_build():
+    """A segment over documents whose term counts were made apart (a worker counts
+    the sessions it chunks) is the one their texts build, score for score, in the
+    order the ids give: counts over other vocabularies united, documents no id names
+    left out (with the terms only they held), an id two parts hold taken once."""
+    from funes.memory.lexical import Segment, count_terms
+
+    ids, texts = _corpus(500, seed=11)
+    texts = [t + f" only{i}" if i % 40 == 0 else t for i, t in enumerate(texts)]
+    texts[7] = ""
+    parts = [count_terms(ids[:200], texts[:200]), count_terms(ids[150:420], texts[150:420])]
+    wanted = [i for n, i in enumerate(ids) if n % 40 != 0]  # "only0", "only40", ... are in no wanted document
+    rng = random.Random(4)
+    rng.shuffle(wanted)
+    position = {i: n for n, i in enumerate(ids)}
+    mixed = [None if position[i] < 420 else texts[position[i]] for i in wanted]
+    built = Segment.build("b", wanted, [texts[position[i]] for i in wanted])
+    counted = Segment.build("c", wanted, mixed, parts)
+    assert counted.ids.tolist() == wanted
+    assert not any(token.startswith("only") for token in counted.vocab)
+    _assert_same_columns(counted, built)
+    with pytest.raises(ValueError):
+        Segment.build("missing", ids[:10], [None] * 10, [count_terms(ids[:5], texts[:5])])
 
 
 def test_segments_of_an_older_format_are_rebuilt(tmp_path):

@@ -192,9 +192,9 @@ def test_documents_built_from_the_chunks_in_hand_are_those_the_table_gives(tmp_p
     indexed: dict[str, str] = {}
     real_add = lexical.LexicalIndex.add
 
-    def add(self, ids, texts, version, still_stored):
+    def add(self, ids, texts, version, still_stored, counted=()):
         indexed.update(zip(ids, texts, strict=True))
-        return real_add(self, ids, texts, version, still_stored)
+        return real_add(self, ids, texts, version, still_stored, counted)
 
     monkeypatch.setattr(lexical.LexicalIndex, "add", add)
     location = location_for(str(tmp_path / "m"))

@@ -149,7 +149,7 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
 
 # Index builds count tokens by number: every distinct token gets one id for as long as
-# the word memo lives (both are cleared together, between builds).
+# the word memo lives (both are cleared together, between counts: :func:`count_terms`).
 _token_ids: dict[str, int] = {}
 _token_names: list[str] = []
 _id_memo: dict[str, list[int]] = {}
@@ -223,15 +223,62 @@ def _scores(term: np.ndarray, doc: np.ndarray, tf: np.ndarray, lengths: np.ndarr
     return (idf[term].astype(np.float64) * tfc).astype(np.float32)
 
 
-def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                np.ndarray]:
-    """The vocabulary and the doc × term BM25 score matrix (CSC: data, indices,
-    indptr) that ``bm25s.BM25(**BM25_PARAMS).index(tokenize(texts))`` builds, score
-    for score (its float64 arithmetic, rounded to float32 as it does), counted with
-    numpy instead of per-token Python, with each entry's term count (float32, parallel
-    to data) and each document's length in tokens: what a merge scores again from.
-    Term ids are numbered in another order than bm25s's (set order), which no search
-    depends on."""
+@dataclass
+class TermCounts:
+    """Documents counted into their terms (:func:`count_terms`): what a segment is
+    built from.  The process that chunked a session counts its documents
+    (:func:`session_term_counts`), so the writer neither builds nor tokenizes them and
+    no document text crosses processes.  Term ids are a process's own, so each
+    carries its vocabulary (:meth:`joined` unites several)."""
+
+    ids: list[str]  # each document's chunk id
+    tokens: list[str]  # the vocabulary: term t is tokens[t]; each is some document's
+    doc: np.ndarray  # int32: each (document, term) entry's document, an index into ids; ascending
+    term: np.ndarray  # int32: each entry's term, an index into tokens
+    count: np.ndarray  # int32: how often the term occurs in the document
+    lengths: np.ndarray  # int64: each document's length in tokens
+
+    @classmethod
+    def joined(cls, parts: Sequence[TermCounts], ids: Sequence[str]) -> TermCounts:
+        """The documents of chunk ``ids``, in that order, each taken from the first of
+        ``parts`` that holds it (documents no id names are left out)."""
+        where = {chunk_id: n for n, chunk_id in enumerate(ids)}
+        placed = np.zeros(len(ids), dtype=bool)
+        lengths = np.zeros(len(ids), dtype=np.int64)
+        vocab: dict[str, int] = {}
+        docs, terms, counts = [], [], []
+        for part in parts:
+            new_doc = np.fromiter((where.get(i, -1) for i in part.ids), dtype=np.int64, count=len(part.ids))
+            taken = new_doc >= 0
+            taken[taken] = ~placed[new_doc[taken]]
+            if not taken.any():
+                continue
+            placed[new_doc[taken]] = True
+            lengths[new_doc[taken]] = part.lengths[taken]
+            keep = taken[part.doc]
+            term_of = np.fromiter((vocab.setdefault(t, len(vocab)) for t in part.tokens), dtype=np.int64,
+                                  count=len(part.tokens))
+            docs.append(new_doc[part.doc[keep]])
+            terms.append(term_of[part.term[keep]])
+            counts.append(part.count[keep])
+        if not placed.all():
+            raise ValueError(f"{int((~placed).sum())} documents are in no part")
+        doc = np.concatenate(docs) if docs else np.empty(0, np.int64)
+        term = np.concatenate(terms) if terms else np.empty(0, np.int64)
+        count = np.concatenate(counts) if counts else np.empty(0, np.int32)
+        tokens = list(vocab)
+        used = np.bincount(term, minlength=len(tokens)) > 0
+        if not used.all():  # terms only left-out documents held
+            term = (np.cumsum(used) - 1)[term]
+            tokens = [t for t, u in zip(tokens, used.tolist(), strict=True) if u]
+        order = np.argsort(doc, kind="stable")  # a term's documents in order, as :func:`count_terms` gives them
+        return cls(list(ids), tokens, doc[order].astype(np.int32), term[order].astype(np.int32), count[order],
+                   lengths)
+
+
+def count_terms(ids: Sequence[str], texts: Sequence[str]) -> TermCounts:
+    """The term counts of documents ``texts`` (of chunk ``ids``): what
+    :func:`tokenize` makes of them, counted with numpy instead of per-token Python."""
     if _stemmer is None:
         tokenize([])  # loads the stemmer and stop words
     if len(_id_memo) >= _MEMO_LIMIT or len(_token_names) >= 4 * _MEMO_LIMIT:
@@ -241,19 +288,32 @@ def _bm25_matrix(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.n
     blocks = [_term_counts(texts[start:start + BUILD_BLOCK], start) for start in range(0, len(texts), BUILD_BLOCK)]
     doc = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.int32)
     token = np.concatenate([b[1] for b in blocks]) if blocks else np.empty(0, np.int32)
-    tf = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0)
+    count = np.concatenate([b[2] for b in blocks]).astype(np.int32) if blocks else np.empty(0, np.int32)
     lengths = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int64)
     del blocks
     names, term = np.unique(token, return_inverse=True)
-    del token
-    n_terms = len(names)
+    return TermCounts(list(ids), [_token_names[i] for i in names.tolist()], doc, term.astype(np.int32), count,
+                      lengths)
+
+
+def _bm25_matrix(counts: TermCounts) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]:
+    """The vocabulary and the doc × term BM25 score matrix (CSC: data, indices,
+    indptr) that ``bm25s.BM25(**BM25_PARAMS).index(tokenize(texts))`` builds over the
+    documents ``counts`` counted, score for score (its float64 arithmetic, rounded to
+    float32 as it does), with each entry's term count (float32, parallel to data)
+    and each document's length in tokens: what a merge scores again from.  Term ids
+    are numbered in another order than bm25s's (set order), which no search depends on."""
+    doc, term, lengths = counts.doc, counts.term.astype(np.int64), counts.lengths
+    tf = counts.count.astype(np.float64)
+    n_terms = len(counts.tokens)
     doc_freq = np.bincount(term, minlength=n_terms)
-    idf = _lucene_idf_of(doc_freq, len(texts))
+    idf = _lucene_idf_of(doc_freq, len(counts.ids))
     scores = _scores(term, doc, tf, lengths, idf, lengths.mean() if len(lengths) else 0.0)
     order = np.argsort(term, kind="stable")  # by term, documents in order within each
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(doc_freq, out=indptr[1:])
-    vocab = {_token_names[i]: position for position, i in enumerate(names.tolist())}
+    vocab = {token: position for position, token in enumerate(counts.tokens)}
     vocab.setdefault("", n_terms)  # bm25s's empty token, never queried
     return (vocab, scores[order], doc[order], indptr, tf[order].astype(np.float32),
             lengths.astype(np.int32))
@@ -374,6 +434,19 @@ def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = Non
     return out
 
 
+def document_rows(chunks: Iterable[object]) -> list[dict]:
+    """Chunks (:class:`funes.chunking.Chunk`) as the rows :func:`documents_from_rows` reads."""
+    return [{column: getattr(chunk, column) for column in DOCUMENT_COLUMNS} for chunk in chunks]
+
+
+def session_term_counts(chunks: Sequence[object]) -> TermCounts:
+    """The term counts of the documents of ``chunks``, a session's, as a write of
+    them builds them when the table holds nothing else of the session: made by
+    the process that chunked them (see :class:`TermCounts`)."""
+    documents = documents_from_rows(document_rows(chunks))
+    return count_terms(list(documents), list(documents.values()))
+
+
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
@@ -404,9 +477,17 @@ class Segment:
         return int(self.indptr[token_id + 1] - self.indptr[token_id])
 
     @classmethod
-    def build(cls, name: str, ids: Sequence[str], texts: Sequence[str]) -> Segment:
-        """A segment over the documents ``texts`` of chunk ``ids``."""
-        vocab, data, indices, indptr, tf, lengths = _bm25_matrix(texts)
+    def build(cls, name: str, ids: Sequence[str], texts: Sequence[str | None],
+              counted: Sequence[TermCounts] = ()) -> Segment:
+        """A segment over the documents of chunk ``ids``, in that order: ``texts[i]``
+        is the document of ``ids[i]``, or None where one of ``counted`` holds its term
+        counts already."""
+        if counted:
+            own = [n for n, text in enumerate(texts) if text is not None]
+            counts = TermCounts.joined([count_terms([ids[n] for n in own], [texts[n] for n in own]), *counted], ids)
+        else:
+            counts = count_terms(ids, texts)
+        vocab, data, indices, indptr, tf, lengths = _bm25_matrix(counts)
         return cls(name=name, ids=np.asarray(ids, dtype="<U16"), vocab=vocab, data=data, indices=indices,
                    indptr=indptr, tf=tf, lengths=lengths)
 
@@ -697,19 +778,21 @@ class LexicalIndex:
     def add(
         self,
         ids: Sequence[str],
-        texts: Sequence[str],
+        texts: Sequence[str | None],
         table_version: int,
         still_stored: Callable[[Sequence[str]], Container[str]],
+        counted: Sequence[TermCounts] = (),
     ) -> None:
         """Index new chunks as a segment, merge neighbours of like size, commit.
 
-        ``texts`` are the chunks' documents (:func:`document`); ``still_stored``
+        ``texts`` are the chunks' documents (:func:`document`), None for those whose
+        term counts ``counted`` holds (see :meth:`Segment.build`); ``still_stored``
         says which of some chunk ids the table still holds (a merge drops the
         others).  Merging reads no text (:meth:`Segment.merged`)."""
         assert self.folder is not None, "a transient index cannot be written"
         segments = list(self.segments)
         if ids:
-            segments.append(Segment.build(self._new_name(), ids, texts))
+            segments.append(Segment.build(self._new_name(), ids, texts, counted))
         while len(segments) >= 2 and segments[-1].n_docs >= MERGE_RATIO * segments[-2].n_docs:
             pair = segments[-2:]
             merged_ids = np.concatenate([s.ids for s in pair]).tolist()

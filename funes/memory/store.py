@@ -44,7 +44,14 @@ from funes.memory.health import (
     lost_versions,
     open_newest_readable,
 )
-from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, LexicalIndex, documents_from_rows
+from funes.memory.lexical import (
+    DOCUMENT,
+    DOCUMENT_COLUMNS,
+    LexicalIndex,
+    TermCounts,
+    document_rows,
+    documents_from_rows,
+)
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import (
     META_PREFIX,
@@ -719,10 +726,14 @@ class MemoryWriter:
             self._known_sessions = set(rows.column("session_id").unique().to_pylist())
         return self._known_ids
 
+    def known_sessions(self) -> set[str]:
+        """The session ids the table holds rows of."""
+        self.known_ids()
+        return self._known_sessions
+
     def sessions_new_to_table(self, chunks: Iterable[Chunk]) -> set[str]:
         """The session ids of ``chunks`` the table holds no row of."""
-        self.known_ids()
-        return {c.session_id for c in chunks} - self._known_sessions
+        return {c.session_id for c in chunks} - self.known_sessions()
 
     def add_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray | None = None, *,
                    update_lexical: bool = True) -> list[str]:
@@ -756,27 +767,32 @@ class MemoryWriter:
         return ids
 
     def index_lexical(self, ids: Sequence[str], chunks: Sequence[Chunk], new_sessions: Set[str],
-                      covered_version: int) -> None:
+                      covered_version: int, counted: Mapping[str, TermCounts] | None = None) -> None:
         """Commit a BM25 segment for ``ids``, just stored from ``chunks``.
 
         A chunk's document needs its session's earlier chunks: for the
         ``new_sessions`` (no row in the table before this write) those are all among
         ``chunks``, so their documents are built from them, as
         :func:`documents_from_rows` builds them from the table; the documents of a
-        grown session's chunks are read from the table.  The manifest records the
-        table's version only when the index covered ``covered_version`` (the one
-        before this write): else readers still index the gap, and
-        :meth:`sync_lexical` closes it."""
-        in_hand = [{column: getattr(c, column) for column in DOCUMENT_COLUMNS}
-                   for c in chunks if c.session_id in new_sessions]
+        grown session's chunks are read from the table.  ``counted``: sessions whose
+        chunks (all of them among ``chunks``) came with their documents' term counts,
+        made where they were chunked (:func:`funes.memory.lexical.session_term_counts`);
+        those of ``new_sessions`` are used as they are, not built and tokenized here.
+        The manifest records the table's version only when the index covered
+        ``covered_version`` (the one before this write): else readers still index the
+        gap, and :meth:`sync_lexical` closes it."""
+        usable = {session: terms for session, terms in (counted or {}).items() if session in new_sessions}
+        in_hand = document_rows(c for c in chunks if c.session_id in new_sessions and c.session_id not in usable)
         wanted = set(ids)
         documents = documents_from_rows(in_hand, [r["id"] for r in in_hand if r["id"] in wanted])
-        grown = [i for i in ids if i not in documents]
+        counted_ids = {i for terms in usable.values() for i in terms.ids} & wanted
+        grown = [i for i in ids if i not in documents and i not in counted_ids]
         if grown:
             documents.update(self._fetch_texts(grown))
-        written = [i for i in dict.fromkeys(ids) if i in documents]
+        written = [i for i in dict.fromkeys(ids) if i in documents or i in counted_ids]
         version = self.version if self.lexical.table_version == covered_version else self.lexical.table_version
-        self.lexical.add(written, [documents[i] for i in written], version, self._still_stored)
+        self.lexical.add(written, [documents.get(i) for i in written], version, self._still_stored,
+                         list(usable.values()))
 
     def _still_stored(self, ids: Sequence[str]) -> set[str]:
         return self.known_ids()
