@@ -6,6 +6,7 @@ test session builds one and tests copy it (fixtures ``agent_home`` and
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -91,3 +92,13 @@ def same_vector(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return bool(np.allclose(a, b, atol=1e-5))
+
+
+def append_user_turn(transcript: Path, text: str = "Now make the oceans reflect the sun correctly.") -> None:
+    """Grow a Claude Code transcript by one user turn (after its first record), as the
+    agent appends one."""
+    turn = json.loads(transcript.read_text().splitlines()[1])
+    turn.update(uuid="11111111-2222-4333-8444-555555555555", parentUuid=turn.get("uuid"),
+                timestamp="2026-06-12T22:00:00.000Z", type="user", message={"role": "user", "content": text})
+    with transcript.open("a") as handle:
+        handle.write(json.dumps(turn) + "\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_helpers import LONG_SESSION, make_agent_home
+from memory_helpers import LONG_SESSION, append_user_turn, make_agent_home
 
 FUNES = [sys.executable, "-m", "funes.cli"]
 
@@ -60,13 +60,7 @@ def test_status_reports_counts_per_agent_and_vectors(memory_home):
 def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
     transcript = next((memory_home / ".claude" / "projects").rglob("claude_session.jsonl"))
     before = set(stored_ids(memory_home / ".funes"))
-    lines = transcript.read_text().splitlines()
-    template = json.loads(lines[1])
-    template.update(uuid="11111111-2222-4333-8444-555555555555", parentUuid=template.get("uuid"),
-                    timestamp="2026-06-12T22:00:00.000Z", type="user",
-                    message={"role": "user", "content": "Now make the oceans reflect the sun correctly."})
-    with transcript.open("a") as handle:
-        handle.write(json.dumps(template) + "\n")
+    append_user_turn(transcript)
     result = funes("index", str(transcript))
     assert result.returncode == 0, result.stderr
     after = set(stored_ids(memory_home / ".funes"))

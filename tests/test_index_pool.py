@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_helpers import make_agent_home
+from memory_helpers import append_user_turn, make_agent_home
 
 
 def _index(units, funes_home: Path, workers: int):
@@ -143,8 +143,6 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
     chunks' BM25 documents into terms: the writing process builds none of them.  A
     grown session's documents take their context from the table, in the writer.
     Either way each chunk is indexed with the terms a rebuild from the table gives it."""
-    import json
-
     from funes import indexing
     from funes.memory import lexical
     from funes.traces import discover
@@ -161,13 +159,7 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
     assert _indexed_terms(memory.lexical()) == _table_terms(memory)
 
     transcript = next(u.path for u in units if u.harness == "claude_code")
-    lines = transcript.read_text().splitlines()
-    turn = json.loads(lines[1])
-    turn.update(uuid="11111111-2222-4333-8444-555555555555", parentUuid=turn.get("uuid"),
-                timestamp="2026-06-12T22:00:00.000Z", type="user",
-                message={"role": "user", "content": "Now make the oceans reflect the sun correctly."})
-    with transcript.open("a") as handle:
-        handle.write(json.dumps(turn) + "\n")
+    append_user_turn(transcript)
     grown, _, memory = _index(discover(), isolated_env / "fh", workers=2)
     assert grown.chunks_added == 1 and built  # its document built here, with context from the table
     assert _indexed_terms(memory.lexical()) == _table_terms(memory)
