@@ -3,6 +3,7 @@
 a first index left with most rows still waiting for a vector.
 
     python benchmarks/vector_index.py --memory-home FUNES_HOME [--home HOME] [--vectors N] [--runs 7] [--write]
+    python benchmarks/vector_index.py --report-only --write     # the section again from the stored runs
 
 FUNES_HOME's memory is copied under benchmarks/.work/vector-index/ without its
 vector index (``--vectors N``: with the vectors of N rows only, the rest cleared, to
@@ -38,6 +39,17 @@ from recall_latency import QUERIES, cold_runs, load_average, mcp_warm  # noqa: E
 from report import machine, write_section  # noqa: E402
 
 SECTION = "Vector index upkeep"
+PREFACE = (
+    "What `MemoryWriter.keep_indexes` (docs/architecture.md, \"Two speeds\") costs and saves on the memory a"
+    " day-zero run left (`benchmarks/day_zero.py`, 300k chunks, most without a vector): before it, nothing but"
+    " `funes maintain` built a vector index, so every search read the vector column of every row. One"
+    " subsection per kind of index it builds; the IVF_FLAT one is exact, the IVF_PQ one approximate.")
+RUNS = WORK / "vector-index-runs.json"  # beside the copies, which each run replaces
+
+
+def render(runs: dict) -> str:
+    return "\n\n".join([PREFACE] + [f"### {run['did'].split(',')[0]}\n\n{run['body']}"
+                                     for _, run in sorted(runs.items(), key=lambda kv: kv[1]["did"])])
 
 
 def cpu_seconds() -> float:
@@ -115,12 +127,23 @@ def search_only(funes_home: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--memory-home", type=Path, required=True, help="FUNES_HOME whose memory is measured (copied)")
+    ap.add_argument("--memory-home", type=Path, help="FUNES_HOME whose memory is measured (copied)")
     ap.add_argument("--home", type=Path, help="HOME for the recall processes (where its transcripts are)")
     ap.add_argument("--vectors", type=int, help="keep the vectors of this many rows only (the first ids)")
     ap.add_argument("--runs", type=int, default=7, help="alternated rounds (cold processes per copy)")
     ap.add_argument("--write", action="store_true", help=f"replace the `## {SECTION}` section of BENCHMARKS.md")
+    ap.add_argument("--report-only", action="store_true", help="render the stored runs; measure nothing")
     args = ap.parse_args()
+    if args.report_only:
+        if not RUNS.exists():
+            raise SystemExit(f"no stored run in {RUNS}")
+        body = render(json.loads(RUNS.read_text()))
+        print(body)
+        if args.write:
+            write_section(SECTION, body)
+        return 0
+    if args.memory_home is None:
+        ap.error("--memory-home is required (or --report-only)")
 
     flat, indexed = copies(args.memory_home, args.vectors)
     load_before = load_average()
@@ -172,14 +195,11 @@ def main() -> int:
         "", "| memory | vector search alone, first / warm p50 ms | cold `funes recall` p50 wall / CPU ms "
         "| MCP recall warm p50 / p95 ms |", "| --- | --- | --- | --- |", *rows])
     print(body)
-    runs_file = WORK / "vector-index-runs.json"  # beside the copies, which each run replaces
-    runs = json.loads(runs_file.read_text()) if runs_file.exists() else {}
+    runs = json.loads(RUNS.read_text()) if RUNS.exists() else {}
     runs[str(args.vectors or "all")] = {"did": built["did"], "body": body}
-    runs_file.write_text(json.dumps(runs, indent=1))
+    RUNS.write_text(json.dumps(runs, indent=1))
     if args.write:
-        write_section(SECTION, "\n\n".join(
-            f"### {run['did'].split(',')[0]}\n\n{run['body']}"
-            for _, run in sorted(runs.items(), key=lambda kv: kv[1]["did"])))
+        write_section(SECTION, render(runs))
     return 0 if same or "IVF_PQ" in built["did"] else 1  # PQ is approximate: its hits may differ
 
 
