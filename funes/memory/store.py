@@ -606,6 +606,10 @@ class MemoryWriter:
         self._known_ids: set[str] | None = None
         self._known_sessions: set[str] = set()  # the session ids of the table, loaded with the ids
         self._id_indexed = False
+        # Vectors this writer stored since it last counted them for the vector index's
+        # kind: counting reads the vector column of every row (1.4-2.9 s at 1M rows),
+        # so a hook's few vectors a turn never pay for it; a page of the backlog does.
+        self._vectors_uncounted = 0
 
     @classmethod
     @contextmanager
@@ -759,6 +763,7 @@ class MemoryWriter:
         # A plain append: the ids were checked against every stored id above, under the
         # writer lock, and a merge on id would read the whole id column at each commit.
         self.table.add(data, on_bad_vectors="null")
+        self._vectors_uncounted += 0 if vectors is None else len(rows)
         ids = [c.id for c in rows]
         known.update(ids)
         self._known_sessions.update(c.session_id for c in rows)
@@ -949,23 +954,27 @@ class MemoryWriter:
         data = pa.table({"id": pa.array(list(ids), pa.string()),
                          "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
         self.table.merge_insert("id").when_matched_update_all().execute(data)
+        self._vectors_uncounted += len(ids)
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
 
     def keep_indexes(self) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given
         vectors.  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
-        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`.  Every index: rows it
+        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`; which it needs is looked
+        at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
+        looked (a page of the backlog, not a hook's turn: for a memory grown a few
+        vectors at a time, `funes maintain` builds it).  Every index: rows it
         does not cover (new fragments, and fragments whose vectors were filled in since:
         Lance then drops them from every index, the BTREE on ``id`` included) folded into
         it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns what it did (``built
         IVF_FLAT``, ``built IVF_PQ``, ``refreshed``, both joined by ``, ``) or None.
-        Called by every writer after it stores rows or vectors, so no memory depends on
-        `funes maintain`."""
+        Called by every writer after it stores rows or vectors."""
         done = []
         indexes = self._index_states()
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
-        if vector is None or vector.index_type != "IVF_PQ":
+        if (vector is None or vector.index_type != "IVF_PQ") and self._vectors_uncounted >= INDEX_REFRESH_ROWS:
+            self._vectors_uncounted = 0
             embedded = self.embedded_count()
             wanted = vector_index_kind(embedded)
             if wanted is not None and (vector is None or vector.index_type != wanted):
