@@ -75,7 +75,7 @@ REFINE_FACTOR = 5
 # the query with every vector, as a flat search does: the same hits.  What it saves is
 # the rows without a vector: a flat search reads the vector column of every row, and a
 # first index leaves most rows without one for hours (12k vectors among 300k rows:
-# 150-250 ms a search flat, ~10 ms indexed; BENCHMARKS.md, "Vector index upkeep").
+# 383 ms a warm search flat, 16 ms indexed; BENCHMARKS.md, "Vector index upkeep").
 EXACT_INDEX_MIN_ROWS = 4096
 EXACT_INDEX_PARTITIONS = 8
 # Rows an index does not cover (new fragments, rows given a vector since) that make
