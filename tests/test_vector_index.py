@@ -137,3 +137,38 @@ def test_rows_outside_the_indexes_are_folded_in_once_enough_gather(isolated_env,
         embed_backlog(writer, HashEmbedder())  # the rest of the vectors, into fragments both indexes covered
         assert writer.pending_count() == 0
         assert _state(writer, "id").uncovered_rows == 0 and _state(writer, "vector").uncovered_rows == 0
+
+
+def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, small_thresholds):
+    """A recall reads its pool by id and its block splits and neighbours by session:
+    past INDEX_REFRESH_ROWS rows the writer gives both columns a BTREE (before, only
+    `funes maintain` did), and the reads answer the same rows with it as without."""
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    def reads() -> tuple:
+        memory = Memory.open(local_memory())
+        spans = memory.spans_rows({"s-one": (3, 5), "s-it's": (0, 1), "s-none": (0, 9)},
+                                   ["seq", "block_idx", "split_idx", "text"])
+        return ({sid: [(r["seq"], r["text"]) for r in rows] for sid, rows in spans.items()},
+                [r["seq"] for r in memory.session_rows("s-it's", 70, 90)],
+                sorted(memory.rows([c.id for c in first[::7]], ("id", "seq"))))
+
+    with open_writer(local_memory()) as writer:
+        first = _chunks("s-one", 60)
+        writer.add_chunks(first)
+        assert writer.keep_indexes() is None  # 60 rows: a scan costs less than an index
+        unindexed = reads()
+        writer.add_chunks(_chunks("s-it's", 80))
+        assert writer.keep_indexes() == "built BTREE on id, built BTREE on session_id"
+        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {("id",): 0, ("session_id",): 0}
+        writer.add_chunks(_chunks("s-one", 120, start=60))  # new rows, outside both until folded in
+        assert writer.keep_indexes() == "refreshed"
+        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {("id",): 0, ("session_id",): 0}
+
+    spans, quoted, by_id = reads()
+    assert spans["s-one"] == unindexed[0]["s-one"] == [(t, f"s-one turn {t}: the upload retried {t * 7 % 13} times")
+                                                       for t in (3, 4, 5)]
+    assert [seq for seq, _ in spans["s-it's"]] == [0, 1] and spans["s-none"] == []
+    assert quoted == list(range(70, 80)) and by_id == unindexed[2]

@@ -82,6 +82,12 @@ EXACT_INDEX_PARTITIONS = 8
 # folding them into it pay: until then a search reads them flat, and a merge on ``id``
 # reads every id of the fragments the id index lost.
 INDEX_REFRESH_ROWS = 4096
+# Columns readers filter on, each given a BTREE once the table holds INDEX_REFRESH_ROWS
+# rows: ``id`` (the ranking columns of a recall's pool, the merge that fills in
+# vectors) and ``session_id`` (a recall's block splits and neighbours, ``get``, a
+# session filter).  Without one each such read scans the whole column: 45-60 ms a
+# read at 302k rows, 9-10 ms with one.
+SCALAR_INDEX_COLUMNS = ("id", "session_id")
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
 BACKLOG_PAGE = 4096
@@ -132,6 +138,15 @@ def sql_in(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
 
 
+def spans_sql(spans: Mapping[str, tuple[int, int]]) -> str:
+    """The rows of each session ``{session_id: (seq_min, seq_max)}`` names.  The ``IN``
+    list first: Lance answers it from the BTREE on ``session_id`` and tests the
+    ranges on those rows alone (the ranges alone scan the whole column)."""
+    ranges = " OR ".join(f"(session_id = {_sql_str(sid)} AND seq >= {int(low)} AND seq <= {int(high)})"
+                         for sid, (low, high) in spans.items())
+    return f"{sql_in('session_id', list(spans))} AND ({ranges})"
+
+
 def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[str, str]:
     """The BM25 documents (:func:`funes.memory.lexical.document`) of chunk ``ids``,
     read through ``scan(columns, where) -> pa.Table``; ids not in the table are absent.
@@ -156,12 +171,8 @@ def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[st
     context: list[dict[str, Any]] = []
     sessions = list(spans)
     for start in range(0, len(sessions), 100):
-        where = " OR ".join(
-            f"(session_id = {_sql_str(sid)} AND seq >= {spans[sid][0] - DOCUMENT['context_turns']}"
-            f" AND seq <= {spans[sid][1]})"
-            for sid in sessions[start:start + 100]
-        )
-        context += scan(DOCUMENT_COLUMNS, where).to_pylist()
+        context += scan(DOCUMENT_COLUMNS, spans_sql({sid: (spans[sid][0] - DOCUMENT["context_turns"], spans[sid][1])
+                                                     for sid in sessions[start:start + 100]})).to_pylist()
     return documents_from_rows(own + context, wanted)
 
 
@@ -444,14 +455,11 @@ class Memory:
 
     def spans_rows(self, spans: Mapping[str, tuple[int, int]], columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The rows of each session ``{session_id: (seq_min, seq_max)}`` names, in
-        session order (as :meth:`session_rows`), read in one scan: each scan of a
-        table without scalar indexes (a first index) reads the whole filter column."""
+        session order (as :meth:`session_rows`), read in one scan (:func:`spans_sql`)."""
         if not spans:
             return {}
-        where = " OR ".join(f"(session_id = {_sql_str(sid)} AND seq >= {int(low)} AND seq <= {int(high)})"
-                            for sid, (low, high) in spans.items())
         out: dict[str, list[dict[str, Any]]] = {sid: [] for sid in spans}
-        for row in self.scan(list(dict.fromkeys(["session_id", *columns])), where).to_pylist():
+        for row in self.scan(list(dict.fromkeys(["session_id", *columns])), spans_sql(spans)).to_pylist():
             out[row["session_id"]].append(row)
         for rows in out.values():
             rows.sort(key=lambda r: (r["seq"], r["block_idx"], r["split_idx"]))
@@ -964,12 +972,14 @@ class MemoryWriter:
         vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`; which it needs is looked
         at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
         looked (a page of the backlog, not a hook's turn: for a memory grown a few
-        vectors at a time, `funes maintain` builds it).  Every index: rows it
-        does not cover (new fragments, and fragments whose vectors were filled in since:
-        Lance then drops them from every index, the BTREE on ``id`` included) folded into
-        it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns what it did (``built
-        IVF_FLAT``, ``built IVF_PQ``, ``refreshed``, both joined by ``, ``) or None.
-        Called by every writer after it stores rows or vectors."""
+        vectors at a time, `funes maintain` builds it).  A BTREE on each of
+        :data:`SCALAR_INDEX_COLUMNS` once the table holds :data:`INDEX_REFRESH_ROWS` rows.
+        Every index: rows it does not cover (new fragments, and fragments whose vectors
+        were filled in since: Lance then drops them from every index, the BTREEs
+        included) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns
+        what it did (``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on session_id``,
+        ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
+        rows or vectors."""
         done = []
         indexes = self._index_states()
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
@@ -980,6 +990,10 @@ class MemoryWriter:
             if wanted is not None and (vector is None or vector.index_type != wanted):
                 done.append(f"built {self._build_vector_index(embedded)}")
                 indexes = [state for state in indexes if state.columns != ("vector",)]  # new: covers every row
+        missing = self._missing_scalar_indexes(indexes)
+        if missing and self.table.count_rows() >= INDEX_REFRESH_ROWS:
+            self._build_scalar_indexes(missing)
+            done.extend(f"built BTREE on {column}" for column in missing)
         stale = [state.name for state in indexes if state.uncovered_rows >= INDEX_REFRESH_ROWS]
         if stale:
             self.table.to_lance().optimize.optimize_indices(index_names=stale)
@@ -987,6 +1001,20 @@ class MemoryWriter:
             self.lexical.mark_version(self.version)  # no text changed
             done.append("refreshed")
         return ", ".join(done) or None
+
+    @staticmethod
+    def _missing_scalar_indexes(indexes: Sequence[IndexState]) -> list[str]:
+        have = {state.columns for state in indexes}
+        return [column for column in SCALAR_INDEX_COLUMNS if (column,) not in have]
+
+    def _build_scalar_indexes(self, columns: Sequence[str]) -> None:
+        from lancedb.index import BTree
+
+        for column in columns:
+            self.table.create_index(column, config=BTree(), replace=True)
+        if "id" in columns:
+            self._id_indexed = True
+        self.lexical.mark_version(self.version)  # no text changed
 
     def _index_states(self) -> list[IndexState]:
         # describe_indices, not index_stats: that one serialises every centroid of a
@@ -1022,10 +1050,8 @@ class MemoryWriter:
         or given vectors after it are outside it until :meth:`keep_indexes` folds them in."""
         if self._id_indexed:
             return
-        from lancedb.index import BTree
-
         if not any(list(i.columns) == ["id"] for i in self.table.list_indices()):
-            self.table.create_index("id", config=BTree(), replace=True)
+            self._build_scalar_indexes(["id"])
         self._id_indexed = True
 
     def replace_chunks(self, removed: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
@@ -1099,16 +1125,11 @@ class MemoryWriter:
         Old versions are kept for ``keep_versions_for`` so readers that opened one a
         moment ago can finish."""
         started = time.monotonic()
-        from lancedb.index import BTree
-
         with warnings.catch_warnings():
             if not keep_versions_for:  # asked for explicitly: lancedb's warning says what the caller chose
                 warnings.simplefilter("ignore", UserWarning)
             self.table.optimize(cleanup_older_than=keep_versions_for)
-        indexed = {tuple(i.columns) for i in self.table.list_indices()}
-        for column in ("id", "session_id"):
-            if (column,) not in indexed:
-                self.table.create_index(column, config=BTree(), replace=True)
+        self._build_scalar_indexes(self._missing_scalar_indexes(self._index_states()))
         embedded = int(self.table.count_rows("vector IS NOT NULL"))
         current = next((state for state in self._index_states() if state.columns == ("vector",)), None)
         wanted = vector_index_kind(embedded)
