@@ -172,3 +172,32 @@ def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, s
                                                        for t in (3, 4, 5)]
     assert [seq for seq, _ in spans["s-it's"]] == [0, 1] and spans["s-none"] == []
     assert quoted == list(range(70, 80)) and by_id == unindexed[2]
+
+
+def test_ctrl_c_while_embedding_folds_the_rows_it_moved_back_into_the_indexes(isolated_env, small_thresholds):
+    """Vectors filled in move their fragments out of every index; a page's end folds
+    them back, and so does Ctrl-C in the middle of one (re-raised, every vector
+    stored kept), so recall does not read them flat until some later write."""
+    from funes.indexing import EMBED_WRITE_BATCH, embed_backlog, open_writer
+    from funes.memory.location import local_memory
+
+    class InterruptedEmbedder(HashEmbedder):
+        calls = 0
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.calls += 1
+            if self.calls == 4:
+                raise KeyboardInterrupt
+            return super().embed(texts)
+
+    with open_writer(local_memory()) as writer:
+        for n in range(4):
+            writer.add_chunks(_chunks(f"s-{n}", 300))
+        embed_backlog(writer, HashEmbedder(), limit=400)
+        assert writer.keep_indexes() is None
+        assert {s.columns: s.uncovered_rows for s in writer._index_states()}[("vector",)] == 0
+        with pytest.raises(KeyboardInterrupt):
+            embed_backlog(writer, InterruptedEmbedder())
+        assert writer.pending_count() == 1200 - 400 - 3 * EMBED_WRITE_BATCH  # what was stored stays
+        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {
+            ("id",): 0, ("session_id",): 0, ("vector",): 0}

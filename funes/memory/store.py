@@ -966,7 +966,7 @@ class MemoryWriter:
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
 
-    def keep_indexes(self) -> str | None:
+    def keep_indexes(self, *, vector_kind: bool = True) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given
         vectors.  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
         vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`; which it needs is looked
@@ -979,11 +979,14 @@ class MemoryWriter:
         included) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns
         what it did (``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on session_id``,
         ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
-        rows or vectors."""
+        rows or vectors; ``vector_kind=False`` (a writer stopping with Ctrl-C) leaves
+        which vector index the memory needs for the next writer (an IVF_PQ build is a
+        minute)."""
         done = []
         indexes = self._index_states()
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
-        if (vector is None or vector.index_type != "IVF_PQ") and self._vectors_uncounted >= INDEX_REFRESH_ROWS:
+        if (vector_kind and (vector is None or vector.index_type != "IVF_PQ")
+                and self._vectors_uncounted >= INDEX_REFRESH_ROWS):
             self._vectors_uncounted = 0
             embedded = self.embedded_count()
             wanted = vector_index_kind(embedded)
