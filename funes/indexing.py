@@ -593,6 +593,10 @@ def index_memory(
             loaded.append(embedder())
         return loaded[0]
 
+    if units:
+        from funes.redaction import start_compiling_scanner
+
+        start_compiling_scanner()  # meanwhile the memory opens (lancedb's import alone: 2 s cold)
     with open_writer(location, wait_s=wait_s, allow_other_model=rebuild) as writer:
         kept = writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim) if rebuild else 0
         if embed_all:

@@ -123,6 +123,22 @@ def get_scanner() -> Scanner:
     return _scanner
 
 
+def start_compiling_scanner() -> None:
+    """Compile the scanner in a background thread: kingfisher compiles outside the
+    GIL, so a first index overlaps its 3 s (the rules not cached yet) with opening
+    the memory.  A failure is left for :func:`get_scanner` to raise where it is used."""
+    if _scanner is not None:
+        return
+
+    def compile_quietly() -> None:
+        try:
+            get_scanner()
+        except SecretScannerUnavailable:
+            pass
+
+    threading.Thread(target=compile_quietly, name="funes-secret-rules", daemon=True).start()
+
+
 def rule_label(rule_id: str) -> str:
     """The short, stable name of a rule used in placeholders: its id without the namespace."""
     _, _, name = rule_id.partition(".")

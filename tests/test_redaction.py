@@ -453,3 +453,41 @@ def test_rule_cache_dir_and_no_cache_when_unwritable(monkeypatch, tmp_path):
     monkeypatch.delenv("KF_RULE_CACHE_DIR")
     monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))
     assert redaction._writable_cache_dir() == tmp_path / "cache" / "kingfisher"
+
+
+def test_the_scanner_compiled_in_the_background_is_the_one_redaction_uses(monkeypatch):
+    """A first index starts compiling the rules while the memory opens; redaction
+    asking meanwhile waits for that compile rather than running a second one, and a
+    compile that fails in the background fails again, with its message, where used."""
+    import threading
+    import time
+
+    compiles: list[str] = []
+    started = threading.Event()
+
+    def slow_build():
+        compiles.append(threading.current_thread().name)
+        started.set()
+        time.sleep(0.3)
+        return StubScanner(b"token", "token")
+
+    monkeypatch.setattr(redaction, "_scanner", None)
+    monkeypatch.setattr(redaction, "_build_scanner", slow_build)
+    redaction.start_compiling_scanner()
+    assert started.wait(5)
+    assert redact("a token here").text == "a [REDACTED:stub] here"  # the background's scanner
+    assert compiles == ["funes-secret-rules"]
+
+    def broken():
+        compiles.append(threading.current_thread().name)
+        raise SecretScannerUnavailable("the secret rules failed to compile: bad rule")
+
+    monkeypatch.setattr(redaction, "_scanner", None)
+    monkeypatch.setattr(redaction, "_build_scanner", broken)
+    redaction.start_compiling_scanner()
+    for thread in threading.enumerate():
+        if thread.name == "funes-secret-rules":
+            thread.join(5)
+    with pytest.raises(SecretScannerUnavailable, match="failed to compile: bad rule"):
+        redact("a token here")
+    assert compiles[1:] == ["funes-secret-rules", "MainThread"]  # a failure is not remembered: tried again
