@@ -213,6 +213,16 @@ def _lucene_idf_of(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
 SCORE_BLOCK = 1 << 22
 
 
+def _entry_columns(indptr: np.ndarray, start: int, end: int) -> np.ndarray:
+    """The column (term) of each entry ``start``..``end`` of a CSC matrix with column
+    pointers ``indptr``: the columns' numbers repeated by their entries in that range,
+    linear where a ``searchsorted`` per entry was a third of a merge."""
+    first = int(np.searchsorted(indptr, start, side="right")) - 1
+    last = int(np.searchsorted(indptr, end - 1, side="right")) - 1
+    bounds = np.clip(indptr[first:last + 2], start, end)
+    return np.repeat(np.arange(first, last + 1, dtype=np.int64), np.diff(bounds))
+
+
 def _scores(term: np.ndarray, doc: np.ndarray, tf: np.ndarray, lengths: np.ndarray, idf: np.ndarray,
             mean_length: float) -> np.ndarray:
     """bm25s's float32 score of each (document, term) entry, from its count ``tf``
@@ -551,7 +561,7 @@ class Segment:
             for start in range(0, total, SCORE_BLOCK):
                 end = min(start + SCORE_BLOCK, total)
                 at = np.arange(start, end, dtype=np.int64)
-                column = np.searchsorted(seg_indptr, at, side="right") - 1
+                column = _entry_columns(seg_indptr, start, end)
                 block_docs = np.asarray(segment.indices[start:end])
                 block_tf = np.asarray(segment.tf[start:end])
                 if kept_before is None:
@@ -571,7 +581,7 @@ class Segment:
         data = np.empty(entries, dtype=np.float32)
         for start in range(0, entries, SCORE_BLOCK):
             end = min(start + SCORE_BLOCK, entries)
-            term = np.searchsorted(indptr, np.arange(start, end, dtype=np.int64), side="right") - 1
+            term = _entry_columns(indptr, start, end)
             data[start:end] = _scores(term, indices[start:end], tf[start:end], lengths, idf, mean_length)
         vocab[""] = n_terms  # bm25s's empty token, never queried
         return cls(name=name, ids=ids[kept], vocab=vocab, data=data, indices=indices, indptr=indptr, tf=tf,
