@@ -33,11 +33,25 @@ def embed_niceness() -> int:
 
 def _lower_priority(_report: object) -> None:
     """Called once every chunk is stored, before the backlog is embedded (a process
-    cannot raise its priority back).  Linux nice is per thread: this thread and the
-    onnxruntime threads the embedder starts after it run at :func:`embed_niceness`."""
+    cannot raise its priority back).  Linux nice is per thread, and a thread starts
+    at its creator's: this thread and those it starts from now on (onnxruntime's)
+    take :func:`embed_niceness` from ``os.nice``, and every thread already running
+    (Lance's runtime, whose merges, index refreshes and IVF_PQ build would otherwise
+    compete with a recall at full priority) is lowered one by one."""
     niceness = embed_niceness()
-    if niceness and hasattr(os, "nice"):
-        os.nice(niceness)
+    if not niceness or not hasattr(os, "nice"):
+        return
+    lowered = os.nice(niceness)
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # not Linux: nice is per process there
+        return
+    for tid in threads:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) < lowered:
+                os.setpriority(os.PRIO_PROCESS, tid, lowered)
+        except OSError:  # the thread ended meanwhile
+            pass
 
 
 def interactive_budget_s() -> float:

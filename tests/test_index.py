@@ -359,3 +359,33 @@ def test_a_hook_on_a_full_disk_says_so_in_one_line_and_fails_open(isolated_env):
     assert result.stderr.decode() == (f"funes: cannot spool the turn in {spool}: a file grew past the size the system"
                                       " allows; free some space (everything indexed before this is kept)\n")
     assert [p.name for p in spool.iterdir()] == [], "a stray spool file was left behind"
+
+
+def test_the_backlog_is_embedded_with_every_thread_of_the_indexer_at_low_priority(tmp_path):
+    """Linux nice is per thread: the threads Lance started during the lexical pass
+    (its merges, index refreshes and IVF_PQ build) are lowered with the embedding
+    thread, and threads started afterwards inherit it, so a recall meanwhile gets the
+    CPU first.  In a child process: a process cannot raise its priority back."""
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("per-thread niceness is read from Linux's /proc")
+    script = f"""
+import json, os, threading
+import lance, pyarrow as pa
+lance.write_dataset(pa.table({{"a": [1, 2, 3]}}), {str(tmp_path / "t.lance")!r})  # starts Lance's runtime threads
+stop = threading.Event()
+early = threading.Thread(target=stop.wait); early.start()
+from funes.cli.index_cmd import _lower_priority
+_lower_priority(None)
+late = threading.Thread(target=stop.wait); late.start()
+nice = {{tid: int(open(f"/proc/self/task/{{tid}}/stat").read().rsplit(")", 1)[1].split()[16])
+         for tid in os.listdir("/proc/self/task")}}
+stop.set()
+print(json.dumps(nice))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "FUNES_EMBED_NICENESS"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    nice = json.loads(done.stdout)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert len(nice) >= 4, nice  # the main thread, two of ours, and Lance's
+    assert all(value == min(19, base + 10) for value in nice.values()), nice
