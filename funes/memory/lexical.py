@@ -54,7 +54,7 @@ import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -601,6 +601,14 @@ class Segment:
             raise
         os.replace(tmp, folder)
 
+    def mapped(self, folder: Path) -> Segment:
+        """This segment with its arrays memory-mapped from ``folder``, where it was just
+        saved, as a reader holds them: a writer kept every segment it built or merged
+        in its own memory (at 1M chunks over half a GB, for as long as the backlog
+        embeds).  Its ids and vocabulary stay as they are: the same, and in use."""
+        return replace(self, **{name: np.load(folder / f"{name}.npy", mmap_mode="r")
+                                for name in ("data", "indices", "indptr", "tf", "lengths")})
+
     @classmethod
     def load(cls, folder: Path) -> Segment:
         """A saved segment; ValueError (or OSError) when its files do not fit together."""
@@ -828,9 +836,13 @@ class LexicalIndex:
     def _commit(self, segments: list[Segment], table_version: int) -> None:
         assert self.folder is not None
         self.folder.mkdir(parents=True, exist_ok=True)  # a new memory's first commit may add no text
+        saved = []
         for segment in segments:
             if not (self.folder / segment.name).exists():
                 segment.save(self.folder / segment.name)
+                segment = segment.mapped(self.folder / segment.name)
+            saved.append(segment)
+        segments = saved
         manifest = {
             "tokenizer": TOKENIZER,
             "bm25": BM25_PARAMS,
