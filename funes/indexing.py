@@ -529,7 +529,7 @@ def embed_backlog(
             writer.keep_indexes()
     except KeyboardInterrupt:
         # Ctrl-C keeps every vector stored, but the fragments they went into fell out
-        # of the indexes: folded back in (0.4-0.65 s at 300k rows), else each recall
+        # of the indexes: folded back in (0.65 s at 300k rows), else each recall
         # reads them flat until the next write (1.4 s a cold recall instead of 1.1 s).
         if done:
             writer.keep_indexes(vector_kind=False)
