@@ -193,7 +193,7 @@ def backlog_figures(memory: Path, count: int) -> list[dict]:
     import lance
 
     from funes.embedding import DENSE_TIERS
-    from funes.indexing import EMBED_WRITE_BATCH, embedding_input
+    from funes.indexing import EMBED_STEP, embedding_input
 
     table = lance.dataset(str(memory / "chunks.lance"))
     records = []
@@ -206,13 +206,13 @@ def backlog_figures(memory: Path, count: int) -> list[dict]:
             embedder = OnnxEmbedder(precision=precision)
             embedder.embed(texts[:32])
             wall, cpu = time.perf_counter(), time.process_time()
-            for start in range(0, len(texts), EMBED_WRITE_BATCH):
-                embedder.embed(texts[start:start + EMBED_WRITE_BATCH])
+            for start in range(0, len(texts), EMBED_STEP):
+                embedder.embed(texts[start:start + EMBED_STEP])
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             records.append({"figure": "backlog", "tier": tier, "owed": len(rows), "precision": precision,
                             "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
-                            "distinct_per_call": round(sum(len(set(texts[s:s + EMBED_WRITE_BATCH]))
-                                                           for s in range(0, len(texts), EMBED_WRITE_BATCH))
+                            "distinct_per_call": round(sum(len(set(texts[s:s + EMBED_STEP]))
+                                                           for s in range(0, len(texts), EMBED_STEP))
                                                        / len(texts), 3),
                             "chunks_per_s": round(len(texts) / wall, 1), "chunks_per_cpu_s": round(len(texts) / cpu, 1),
                             "load": round(os.getloadavg()[0], 1)})

@@ -58,8 +58,12 @@ POOL_AHEAD_PER_WORKER = 2
 # How many processes parse, chunk and redact a bulk index (default: the CPUs this
 # process may run on).
 WORKERS_ENV = "FUNES_INDEX_WORKERS"
-# Rows embedded per vector write.
-EMBED_WRITE_BATCH = 256
+# Rows embedded per call to the embedder: between two calls the backlog looks at its
+# budget and at ``should_stop``, and reports progress.  Their vectors are stored a
+# page (BACKLOG_PAGE rows) at a time: each merge moves the fragments it touches out of
+# the id and vector indexes until they are folded back in, so one merge and one fold
+# per page, not one merge per step (BENCHMARKS.md, "Day zero", stop 22).
+EMBED_STEP = 256
 
 
 @dataclass(frozen=True)
@@ -480,8 +484,10 @@ def embed_backlog(
     """Give vectors to rows owed one under the memory's tier policy, tier by tier
     (text first), newest first, until done, ``budget_s`` seconds have passed or
     ``limit`` rows are embedded.
-    Returns how many were embedded; every batch is committed, so stopping (or
-    being killed) loses at most the batch in flight.  With ``report``, what was
+    Returns how many were embedded.  A page's vectors are stored in one commit, then
+    the indexes are kept (:meth:`MemoryWriter.keep_indexes`); stopping (the budget,
+    ``should_stop``, Ctrl-C) stores what was embedded of the page first, so only being
+    killed loses work: at most the page in flight.  With ``report``, what was
     embedded is added to it, by tier, and to the sessions it holds."""
     started = time.monotonic()
     order = writer.backlog_order(limit or 10**12)
@@ -490,9 +496,19 @@ def embed_backlog(
     # The backlog's characters, for the time left: summed by Lance, not read here.
     chars_total = writer.pending_chars() if total else 0
     done = chars_done = 0
+    unstored: list[tuple[list[str], np.ndarray]] = []
+
+    def halted() -> bool:
+        return should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s)
+
+    def store() -> None:
+        if unstored:
+            writer.set_vectors([i for ids, _ in unstored for i in ids], np.concatenate([v for _, v in unstored]))
+            unstored.clear()
+
     try:
         for queue in writer.rows_in_pages(order, page=BACKLOG_PAGE):
-            if should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s):
+            if halted():
                 break
             ids = queue.column("id").to_pylist()
             texts = queue.column("text").to_pylist()
@@ -502,14 +518,13 @@ def embed_backlog(
             keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
                                                        queue.column("session_id").to_pylist(), strict=True)]
             stopped = False
-            for start in range(0, len(ids), EMBED_WRITE_BATCH):
-                if start and (should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s)):
+            for start in range(0, len(ids), EMBED_STEP):
+                if start and halted():
                     stopped = True
                     break
-                end = min(start + EMBED_WRITE_BATCH, len(ids))
+                end = min(start + EMBED_STEP, len(ids))
                 inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
-                vectors = embedder.embed(inputs)
-                writer.set_vectors(ids[start:end], vectors)
+                unstored.append((ids[start:end], embedder.embed(inputs)))
                 if report is not None:
                     for i in range(start, end):
                         report.backlog_chars += len(texts[i])
@@ -521,16 +536,16 @@ def embed_backlog(
                 progress("embed", end - start, total,
                          EmbedProgress(done, chars_done, max(chars_total, chars_done), time.monotonic() - started,
                                        embedded_before + done, embedded_before + total))
-            if stopped:
-                break
+            store()
             if not should_stop():
                 writer.keep_indexes()
-        if done and stopped and not should_stop():  # the budget ended a page: its vectors too
-            writer.keep_indexes()
+            if stopped:
+                break
     except KeyboardInterrupt:
-        # Ctrl-C keeps every vector stored, but the fragments they went into fell out
-        # of the indexes: folded back in (0.65 s at 300k rows), else each recall
-        # reads them flat until the next write (1.4 s a cold recall instead of 1.1 s).
+        # Ctrl-C keeps every vector embedded, and folds the fragments they went into
+        # back into the indexes (0.65 s at 300k rows), else each recall reads them flat
+        # until the next write (1.4 s a cold recall instead of 1.1 s).
+        store()
         if done:
             writer.keep_indexes(vector_kind=False)
         raise

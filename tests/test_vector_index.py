@@ -178,7 +178,7 @@ def test_ctrl_c_while_embedding_folds_the_rows_it_moved_back_into_the_indexes(is
     """Vectors filled in move their fragments out of every index; a page's end folds
     them back, and so does Ctrl-C in the middle of one (re-raised, every vector
     stored kept), so recall does not read them flat until some later write."""
-    from funes.indexing import EMBED_WRITE_BATCH, embed_backlog, open_writer
+    from funes.indexing import EMBED_STEP, embed_backlog, open_writer
     from funes.memory.location import local_memory
 
     class InterruptedEmbedder(HashEmbedder):
@@ -198,6 +198,48 @@ def test_ctrl_c_while_embedding_folds_the_rows_it_moved_back_into_the_indexes(is
         assert {s.columns: s.uncovered_rows for s in writer._index_states()}[("vector",)] == 0
         with pytest.raises(KeyboardInterrupt):
             embed_backlog(writer, InterruptedEmbedder())
-        assert writer.pending_count() == 1200 - 400 - 3 * EMBED_WRITE_BATCH  # what was stored stays
+        assert writer.pending_count() == 1200 - 400 - 3 * EMBED_STEP  # what was stored stays
         assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {
             ("id",): 0, ("session_id",): 0, ("vector",): 0}
+
+
+def test_a_page_of_vectors_is_stored_at_once_and_stopping_stores_what_was_embedded(
+        isolated_env, small_thresholds, monkeypatch):
+    """Each merge of vectors moves the fragments it touches out of the id and vector
+    indexes until they are folded back in.  The backlog embeds a page step by step but
+    stores it in one merge, folded in at once, so while the next page is embedded every
+    row a reader searches is indexed.  Stopping in the middle of a page (a hook's turn
+    waiting: ``should_stop``) stores what was embedded of it."""
+    from funes import indexing
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+
+    monkeypatch.setattr(indexing, "BACKLOG_PAGE", 400)
+    monkeypatch.setattr(indexing, "EMBED_STEP", 100)
+
+    class WatchingEmbedder(HashEmbedder):
+        def __init__(self) -> None:
+            self.uncovered: list[int] = []
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.uncovered.append(max(state.uncovered_rows for state in writer._index_states()))
+            return super().embed(texts)
+
+    with open_writer(local_memory()) as writer:
+        for n in range(4):
+            writer.add_chunks(_chunks(f"s-{n}", 400))
+        embed_backlog(writer, HashEmbedder(), limit=400)  # builds the indexes
+        watching = WatchingEmbedder()
+        assert embed_backlog(writer, watching, limit=800) == 800
+        assert watching.uncovered == [0] * 8
+        assert writer.pending_count() == 400
+
+        steps: list[int] = []
+
+        class CountingEmbedder(HashEmbedder):
+            def embed(self, texts: list[str]) -> np.ndarray:
+                steps.append(len(texts))
+                return super().embed(texts)
+
+        assert embed_backlog(writer, CountingEmbedder(), should_stop=lambda: len(steps) == 2) == 200
+        assert writer.pending_count() == 200 and writer.embedded_count() == 1400
