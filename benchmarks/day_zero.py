@@ -319,10 +319,11 @@ async def watch(run: Run) -> dict:
                 else:
                     await anyio.sleep(run.args.probe_s)
 
-        async def every(seconds: float, work) -> None:
-            """``work`` every ``seconds`` until the indexer exits; one that runs late skips
-            the ticks it missed (each probe has its own loop, so a slow one delays no other)."""
-            due = 0.0
+        async def every(seconds: float, work, offset: float) -> None:
+            """``work`` every ``seconds`` from ``offset`` until the indexer exits; one that
+            runs late skips the ticks it missed (each probe has its own loop, so a slow one
+            delays no other)."""
+            due = offset
             while run.exited_s is None:
                 await anyio.sleep(max(0.0, due - run.elapsed()))
                 due = max(due + seconds, run.elapsed())
@@ -355,8 +356,11 @@ async def watch(run: Run) -> dict:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(stop_when_due)
             tasks.start_soon(probe_until_ready)
-            for work in (poll_status, poll_cold, poll_warm):
-                tasks.start_soon(every, run.args.poll_s, work)
+            # A third of a poll apart: started on one tick, the cold recall shared the
+            # cores with a status poll (2.5-6 s at 1M while indexing) and an MCP recall.
+            for work, offset in ((poll_status, 0.0), (poll_cold, run.args.poll_s / 3),
+                                 (poll_warm, 2 * run.args.poll_s / 3)):
+                tasks.start_soon(every, run.args.poll_s, work, offset)
         reaper.join()
         log.close()
         print(f"day-zero: indexer exited {run.exit_code} at {run.exited_s:.0f} s", file=sys.stderr)
@@ -412,7 +416,7 @@ def measure(args: argparse.Namespace) -> dict:
             "embed_minutes": args.embed_minutes, "history_mb": sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6,
             "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "recalls": run.recalls, "sigint_s": run.sigint_s,
             "exited_s": run.exited_s, "rss_capped_s": run.rss_capped_s, "exit_code": run.exit_code, "max_rss_kb": run.max_rss_kb, "tiers": tiers,
-            "indexer_said": log_tail.splitlines()[-1] if log_tail else "",
+            "indexer_said": log_tail.splitlines()[-1] if log_tail else "", "probes_staggered": True,
             **watched}
 
 
@@ -612,6 +616,9 @@ def section(runs: list[dict]) -> str:
         parts += [f"### {r['chunks_target'] // 1000}k chunks, {r['label']}", "",
                   f"`{r['command']}` at {r['started']} on commit {r['commit']}: {r['history_mb']:.0f} MB of transcripts."
                   f" `uptime` at the start: {r['uptime_start']}; at the end: {r['uptime_end']}."
+                  + (" The status poll, the cold recall and the MCP recall of each poll started a third of a poll"
+                     " apart." if r.get("probes_staggered") else
+                     " The status poll, the cold recall and the MCP recall of each poll started on the same tick.")
                   + (f" {r['note']}" if r.get("note") else ""), "",
                   "Vectors over time (from `funes status --json`; tier % of that tier's rows):", "",
                   *coverage_table(r), ""]
