@@ -450,7 +450,26 @@ def cached_model(precision: str = "fp32") -> Path:
 
 
 def export_embedding_onnx(path: Path) -> None:
-    """Export the shipped weights (checked against their digest) to ``path``."""
+    """Export the shipped weights (checked against their digest) to ``path``, in a
+    process of its own: the export imports torch and transformers, which then stay
+    resident in whoever imported them (a first `funes index` of 1M chunks held 615 MB
+    more from the embedder's load on, for the hours it embeds; BENCHMARKS.md, "Day
+    zero", stop 22).  A new interpreter, not a multiprocessing child, which would
+    import the caller's main module again."""
+    import subprocess
+    import sys
+
+    verified_weights()  # its error, not the child's traceback
+    done = subprocess.run([sys.executable, "-c", "import sys; from funes.embedding import export_here; "
+                           "export_here(sys.argv[1])", str(path)], capture_output=True, text=True)
+    if done.returncode:
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        raise FunesError(f"exporting the embedding model to {path} failed: {said[-1] if said else done.returncode}")
+
+
+def export_here(path: str | Path) -> None:
+    """:func:`export_embedding_onnx` in this process (the child it starts)."""
+    path = Path(path)
     weights = verified_weights()
     with quiet_model_loading():
         from transformers import BertModel

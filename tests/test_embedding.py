@@ -167,6 +167,31 @@ def test_export_is_cached_reused_and_rebuilt_when_damaged(tmp_path, monkeypatch)
     np.testing.assert_allclose(third.embed(["cache hit"]), first.embed(["cache hit"]), atol=1e-6)
 
 
+@pytest.mark.slow
+def test_the_export_leaves_torch_out_of_the_process_that_embeds(tmp_path):
+    """torch and transformers, which the export imports, stay resident in whoever
+    imports them: a first `funes index` would carry them for the hours it embeds.
+    The export runs in an interpreter of its own."""
+    probe = ("import sys; from funes.embedding import load_embedder; load_embedder().embed(['x']); "
+             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    env = {**os.environ, "FUNES_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert (tmp_path / "cache" / "models" / IDENTITY.revision / "model.onnx").is_file()
+
+
+def test_a_failed_export_is_one_line_naming_the_path(tmp_path, monkeypatch):
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(blocked))
+    with pytest.raises(FunesError) as failed:
+        embedding.export_embedding_onnx(onnx_path())
+    message = str(failed.value)
+    assert message.startswith(f"exporting the embedding model to {onnx_path()} failed: ")
+    assert "\n" not in message and "Traceback" not in message
+
+
 def test_files_appear_whole_or_not_at_all(tmp_path, monkeypatch):
     target = tmp_path / "models" / "model.onnx"
     seen = []
