@@ -243,3 +243,26 @@ def test_a_page_of_vectors_is_stored_at_once_and_stopping_stores_what_was_embedd
 
         assert embed_backlog(writer, CountingEmbedder(), should_stop=lambda: len(steps) == 2) == 200
         assert writer.pending_count() == 200 and writer.embedded_count() == 1400
+
+
+def test_a_writer_caches_a_bounded_amount_however_many_pages_it_folds(isolated_env, small_thresholds, monkeypatch):
+    """Each page of the backlog folds its vectors into new versions of the indexes,
+    and lancedb's default session kept every version a writer opened: at 1M rows a
+    writer grew ~30 MB a page, gigabytes over a first index.  The writer's session is
+    bounded."""
+    from funes import indexing
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory import store
+    from funes.memory.location import local_memory
+
+    monkeypatch.setattr(store, "WRITER_INDEX_CACHE_BYTES", 1 << 20)
+    monkeypatch.setattr(store, "WRITER_METADATA_CACHE_BYTES", 1 << 20)
+    monkeypatch.setattr(indexing, "BACKLOG_PAGE", 200)
+    sessions = []
+    real_session = store._writer_session
+    monkeypatch.setattr(store, "_writer_session", lambda: sessions.append(real_session()) or sessions[-1])
+    with open_writer(local_memory()) as writer:
+        for n in range(6):
+            writer.add_chunks(_chunks(f"s-{n}", 500))
+        assert embed_backlog(writer, HashEmbedder()) == 3000  # 15 pages, each folded
+    assert sessions and sessions[0].size_bytes <= 2 << 20

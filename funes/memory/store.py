@@ -90,6 +90,13 @@ INDEX_REFRESH_ROWS = 4096
 # session filter).  Without one each such read scans the whole column: 45-60 ms a
 # read at 302k rows, 9-10 ms with one.
 SCALAR_INDEX_COLUMNS = ("id", "session_id")
+# What a writer's Lance session may cache, of indexes and of manifests and file
+# metadata.  lancedb's default session keeps every index version a writer opens, and
+# each page of the backlog folds its vectors into new ones: a writer grew 28-33 MB a
+# page at 1M rows (3.7 GB after 95 pages); with these bounds it stayed at ~900 MB, no
+# slower (BENCHMARKS.md, "Day zero", stop 22).
+WRITER_INDEX_CACHE_BYTES = 128 << 20
+WRITER_METADATA_CACHE_BYTES = 64 << 20
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
 BACKLOG_PAGE = 4096
@@ -715,7 +722,8 @@ class MemoryWriter:
         import lancedb
 
         try:
-            db = lancedb.connect(location.uri, storage_options=location.storage_options or None)
+            db = lancedb.connect(location.uri, storage_options=location.storage_options or None,
+                                 session=_writer_session())
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 if not allow_other_model:
@@ -1153,7 +1161,8 @@ class MemoryWriter:
         rows = pa.Table.from_arrays(columns, schema=schema)
         import lancedb
 
-        db = lancedb.connect(self.location.uri, storage_options=self.location.storage_options or None)
+        db = lancedb.connect(self.location.uri, storage_options=self.location.storage_options or None,
+                             session=_writer_session())
         self.table = db.create_table(TABLE_NAME, data=rows if rows.num_rows else None, schema=schema,
                                      mode="overwrite", on_bad_vectors="null")
         self._known_ids = None
@@ -1194,6 +1203,13 @@ class MemoryWriter:
         return {"seconds": round(time.monotonic() - started, 2), "rows": rows,
                 "embedded": embedded, "vector_index_built": vector_index,
                 "lexical_segments": len(self.lexical.segments)}
+
+
+def _writer_session() -> Any:
+    import lancedb
+
+    return lancedb.Session(index_cache_size_bytes=WRITER_INDEX_CACHE_BYTES,
+                           metadata_cache_size_bytes=WRITER_METADATA_CACHE_BYTES)
 
 
 @contextmanager
