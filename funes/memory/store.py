@@ -935,9 +935,9 @@ class MemoryWriter:
         calls before tool output), newest first within a tier.
 
         An Arrow array, not a list of str: a first index of a million chunks owes 700k
-        vectors, and their ids and timestamps as Python objects left the indexer 430 MB
-        larger for as long as it embedded (freed, but too scattered for the allocator to
-        give back)."""
+        vectors, held for as long as it embeds (as Python strings, 40 MB more).  The
+        scan itself left the indexer 430 MB larger until what it freed was given back
+        (:func:`return_freed_memory`)."""
         where = awaiting_vector_sql(self.dense_tiers if tiers is None else tiers)
         table = self._scan(["id", "tier", "ts"], where)
         if table.num_rows == 0:
