@@ -76,6 +76,7 @@ def repair() -> list[str]:
 
 @pytest.mark.slow
 def test_a_truncated_data_file_is_served_around_refused_by_writers_and_repaired(memory_home):
+    add_session(memory_home)  # a fragment of its own: the one left readable beside the damaged one
     before = stored_ids(memory_home)
     fragment = fragments_holding(memory_home)[0]
     unreadable = set(fragment.to_table(columns=["id"]).column("id").to_pylist())
@@ -87,7 +88,7 @@ def test_a_truncated_data_file_is_served_around_refused_by_writers_and_repaired(
     report = status()
     assert report["damage"]["unreadable_chunks"] == len(unreadable)
     assert report["chunks"] == len(before) - len(unreadable)
-    recalled = funes("recall", "which tests failed and why", "--json", "--no-rerank")
+    recalled = funes("recall", "how often does the nightly backup job rotate keys", "--json", "--no-rerank")
     assert recalled.returncode == 0, recalled.stderr
     assert recalled.stderr == (f"funes: warning: memory at local is damaged: {what}; what can be read is served:"
                                " run `funes repair` to restore it\n")
