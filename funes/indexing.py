@@ -492,9 +492,12 @@ def embed_backlog(
     started = time.monotonic()
     order = writer.backlog_order(limit or 10**12)
     total = len(order)
-    embedded_before = writer.embedded_count() if total else 0
-    # The backlog's characters, for the time left: summed by Lance, not read here.
-    chars_total = writer.pending_chars() if total else 0
+    # The vectors stored and the backlog's characters (for the time left): the
+    # memory's saved counts, each page's vectors then saved into them (set_vectors).
+    counts = writer.stats() if total else None
+    embedded_before = counts.embedded if counts else 0
+    chars_total = sum(counts.pending_chars_by_tier.values()) if counts else 0
+    filled: list[tuple[int, int]] = []
     done = chars_done = 0
     unstored: list[tuple[list[str], np.ndarray]] = []
 
@@ -503,8 +506,10 @@ def embed_backlog(
 
     def store() -> None:
         if unstored:
-            writer.set_vectors([i for ids, _ in unstored for i in ids], np.concatenate([v for _, v in unstored]))
+            writer.set_vectors([i for ids, _ in unstored for i in ids], np.concatenate([v for _, v in unstored]),
+                               filled=filled)
             unstored.clear()
+            filled.clear()
 
     try:
         for queue in writer.rows_in_pages(order, page=BACKLOG_PAGE):
@@ -525,6 +530,7 @@ def embed_backlog(
                 end = min(start + EMBED_STEP, len(ids))
                 inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
                 unstored.append((ids[start:end], embedder.embed(inputs)))
+                filled.extend((tiers[i], len(texts[i] or "")) for i in range(start, end))
                 if report is not None:
                     for i in range(start, end):
                         report.backlog_chars += len(texts[i])

@@ -7,7 +7,7 @@ from typing import Any
 
 from funes.memory.coverage import Coverage
 from funes.memory.location import MemoryLocation
-from funes.memory.store import MemoryStats
+from funes.memory.stats import MemoryStats
 from funes.retrieval.access import open_memory
 
 TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
@@ -19,7 +19,6 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
     memory = open_memory(spec)
     stats = memory.stats()
     identity = memory.identity
-    indexed_at = memory.scan(["indexed_at"]).column("indexed_at").to_pylist()
     lexical = memory.lexical()
     damage = memory.check()
     from funes.hub.receipts import push_backlog
@@ -35,7 +34,7 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
         "pending_by_tier": {TIER_NAMES.get(t, str(t)): n for t, n in stats.pending_by_tier.items()},
         **embedding_backlog(memory.location, stats),
         "harnesses": stats.per_harness,
-        "last_indexed": max((t for t in indexed_at if t), default=None),
+        "last_indexed": stats.last_indexed,
         "embedding_model": {"model_id": identity["model_id"], "revision": identity["revision"],
                             "dim": int(identity["dim"] or 0)},
         "reranker": reranker_status(),

@@ -55,6 +55,7 @@ from funes.memory.lexical import (
     documents_from_rows,
 )
 from funes.memory.location import MemoryLocation
+from funes.memory.stats import MemoryStats, load_stats, save_stats, table_state
 from funes.memory.schema import (
     META_PREFIX,
     ROW_COLUMNS,
@@ -246,17 +247,6 @@ class IndexState:
     columns: tuple[str, ...]
     index_type: str  # as Lance names it: BTree, IVF_FLAT, IVF_PQ
     uncovered_rows: int  # rows of fragments the index does not cover
-
-
-@dataclass
-class MemoryStats:
-    chunks: int
-    sessions: int
-    embedded: int
-    per_harness: dict[str, dict[str, int]] = field(default_factory=dict)
-    pending_by_tier: dict[int, int] = field(default_factory=dict)
-    pending_chars_by_tier: dict[int, int] = field(default_factory=dict)  # characters awaiting vectors
-    version: int = 0
 
 
 class Memory:
@@ -588,11 +578,21 @@ class Memory:
         return [(ids[i], float(distances[i])) for i in order]
 
     def stats(self) -> MemoryStats:
+        """What the memory holds, counted: read back when the table's rows are as they
+        were when last counted (:mod:`funes.memory.stats`), else counted and saved."""
+        whole = self._intact is None and not self.damage  # a damaged read counts what it can: never saved
+        state = table_state(self.dataset, self.dense_tiers) if whole else ""
+        if whole and (saved := load_stats(self.location.state_dir, state, self.version)) is not None:
+            return saved
+        stats = self._count()
+        if whole:
+            save_stats(self.location.state_dir, state, stats)
+        return stats
+
+    def _count(self) -> MemoryStats:
         import polars as pl
 
-        table = self.scan(["session_id", "harness"], None)
-
-        frame = pl.from_arrow(table)
+        frame = pl.from_arrow(self.scan(["session_id", "harness", "indexed_at"], None))
         # Per pending row its tier and length, the length computed by Lance: a first
         # index of a million chunks leaves all their text pending.
         pending = pl.from_arrow(self._read(lambda: self._scanner(
@@ -611,15 +611,19 @@ class Memory:
             for tier, count, chars in grouped.iter_rows():
                 pending_by_tier[int(tier or 0)] = int(count)
                 pending_chars[int(tier or 0)] = int(chars or 0)
-        return MemoryStats(
+        stats = MemoryStats(
             chunks=frame.height,
             sessions=frame.select(pl.struct("harness", "session_id").n_unique()).item() if frame.height else 0,
             embedded=self.count("vector IS NOT NULL"),
             per_harness=dict(sorted(per_harness.items())),
             pending_by_tier=dict(sorted(pending_by_tier.items())),
             pending_chars_by_tier=dict(sorted(pending_chars.items())),
+            last_indexed=frame.get_column("indexed_at").filter(frame.get_column("indexed_at") != "").max(),
             version=self.version,
         )
+        del frame, pending
+        return_freed_memory()
+        return stats
 
 
 def stored_ids(location: MemoryLocation) -> set[str]:
@@ -992,18 +996,23 @@ class MemoryWriter:
         return_freed_memory()
         return count
 
-    def pending_chars(self) -> int:
-        """Characters of text still owed a vector (what embedding time follows)."""
-        import pyarrow.compute as pc
+    def stats(self) -> MemoryStats:
+        """The memory's counts as this writer left it (:meth:`Memory.stats`: read back
+        when saved for the table as it is)."""
+        return Memory.open(self.location).stats()
 
-        lengths = self.table.to_lance().scanner(columns={"chars": "character_length(text)"},
-                                                filter=awaiting_vector_sql(self.dense_tiers)).to_table().column("chars")
-        total = int(pc.sum(lengths).as_py() or 0) if len(lengths) else 0
-        del lengths
-        return_freed_memory()
-        return total
+    def _table_state(self) -> str:
+        return table_state(self.table.to_lance(), self.dense_tiers)
 
-    def set_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+    def set_vectors(self, ids: Sequence[str], vectors: np.ndarray, *,
+                    filled: Sequence[tuple[int, int]] | None = None) -> None:
+        """Store ``vectors`` for the rows ``ids``, rows owed one.  ``filled``: each
+        row's tier and text length; the counts saved of the table before are then
+        saved of the table after (:meth:`MemoryStats.with_vectors`), so that no reader
+        counts a million rows again for a page of vectors."""
+        before = None
+        if filled is not None:
+            before = load_stats(self.location.state_dir, self._table_state(), self.version)
         self._index_ids()
         dim = self.table.schema.field("vector").type.list_size
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
@@ -1013,6 +1022,12 @@ class MemoryWriter:
         self._vectors_uncounted += len(ids)
         # Text did not change: the BM25 segments still cover the table.
         self.lexical.mark_version(self.version)
+        if before is not None and filled is not None:
+            try:
+                after = before.with_vectors(filled)
+            except ValueError:
+                return  # not the rows the counts had pending: the next reader counts
+            save_stats(self.location.state_dir, self._table_state(), after)
 
     def keep_indexes(self, *, vector_kind: bool = True) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given

@@ -1,0 +1,129 @@
+"""`funes status` counts a memory once per state of its rows: counts saved for the
+rows as they are are read back (a million rows took 2.2 s and ~1 GB to count, for
+every status call of a first index hours long), the backlog's pages of vectors keep
+them exact, and any other change to the rows counts again."""
+
+from __future__ import annotations
+
+from hub_helpers import chunk
+from test_vector_index import HashEmbedder
+
+
+def _chunks(session: str, count: int, *, tier: int = 1, harness: str = "claude_code") -> list:
+    block = {1: "text", 2: "tool_use", 3: "tool_result"}[tier]
+    return [chunk(session, turn, f"{session} {block} {turn}: retried {'é' * (turn % 5)} {turn * 7 % 13} times",
+                  block_idx=tier, tier=tier, block_type=block, harness=harness,
+                  tool_name=None if tier == 1 else "Bash")
+            for turn in range(count)]
+
+
+def _fresh_count(location):
+    from funes.memory.store import Memory
+
+    return Memory.open(location)._count()
+
+
+def test_counts_are_read_back_for_the_same_rows_and_counted_again_for_new_ones(isolated_env, monkeypatch):
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    location = local_memory()
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-text", 30) + _chunks("s-tools", 20, tier=3, harness="codex"))
+    counted = Memory.open(location).stats()
+    assert (counted.chunks, counted.sessions, counted.embedded) == (50, 2, 0)
+    assert counted.pending_by_tier == {1: 30, 3: 20}
+    assert counted.per_harness == {"claude_code": {"chunks": 30, "sessions": 1},
+                                   "codex": {"chunks": 20, "sessions": 1}}
+    assert counted.last_indexed and counted.last_indexed.endswith("Z")
+
+    calls = []
+    real_count = Memory._count
+    monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
+    assert Memory.open(location).stats() == counted and calls == []  # read back, not counted
+
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-later", 5))
+    grown = Memory.open(location).stats()
+    assert calls == [1] and (grown.chunks, grown.sessions, grown.pending_by_tier[1]) == (55, 3, 35)
+    assert grown.version > counted.version
+
+
+def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, monkeypatch):
+    """A status poll while the backlog is embedded reads the counts the embedder saved
+    for each page (text lengths in characters, not bytes), equal to counting again."""
+    from funes import indexing
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    monkeypatch.setattr(indexing, "BACKLOG_PAGE", 16)
+    location = local_memory()
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-text", 40) + _chunks("s-calls", 10, tier=2) + _chunks("s-out", 30, tier=3))
+    seen = []
+
+    class PollingEmbedder(HashEmbedder):
+        """Reads status between its steps, as `funes status` does while an index runs."""
+
+        def embed(self, texts):
+            seen.append(Memory.open(location).stats())
+            return super().embed(texts)
+
+    calls = []
+    real_count = Memory._count
+    monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
+    with open_writer(location) as writer:
+        assert embed_backlog(writer, PollingEmbedder(), limit=50) == 50
+    assert len(calls) == 1  # the embedder's own count at the start; every poll after read it back
+    assert [s.embedded for s in seen] == [0, 16, 32, 48]
+    monkeypatch.setattr(Memory, "_count", real_count)
+    after = Memory.open(location).stats()
+    assert after == _fresh_count(location)
+    assert (after.embedded, after.pending_by_tier) == (50, {3: 20})  # tool calls are left to BM25
+    assert after.pending_chars_by_tier[3] == sum(len(c.text) for c in _chunks("s-out", 20, tier=3))
+
+
+def test_an_index_build_keeps_the_counts_a_tier_policy_change_does_not(isolated_env, monkeypatch):
+    from funes.indexing import open_writer
+    from funes.memory import store
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    location = local_memory()
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-text", 30) + _chunks("s-calls", 10, tier=2))
+    before = Memory.open(location).stats()
+    calls = []
+    real_count = Memory._count
+    monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
+    monkeypatch.setattr(store, "INDEX_REFRESH_ROWS", 20)
+    with open_writer(location) as writer:
+        assert "built BTREE" in (writer.keep_indexes() or "")  # a commit of indexes only
+    after = Memory.open(location).stats()
+    assert calls == [] and after.version > before.version and after.pending_by_tier == {1: 30}
+
+    with open_writer(location) as writer:
+        writer.embed_every_tier()  # tool calls now owed a vector: the same rows count otherwise
+    assert Memory.open(location).stats().pending_by_tier == {1: 30, 2: 10} and calls == [1]
+
+
+def test_counts_saved_for_other_rows_or_unreadable_are_never_used(isolated_env):
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.stats import STATS_FOLDER
+    from funes.memory.store import Memory
+
+    location = local_memory()
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-text", 12))
+    Memory.open(location).stats()
+    (saved,) = (location.state_dir / STATS_FOLDER).glob("*.json")
+    saved.write_text('{"chunks": 9', encoding="utf-8")  # cut short
+    assert Memory.open(location).stats().chunks == 12
+    with open_writer(location) as writer:
+        writer.set_vectors([c.id for c in _chunks("s-text", 2)], HashEmbedder().embed(["a", "b"]),
+                           filled=[(3, 10), (3, 10)])  # not what the counts have pending: counted again
+    assert Memory.open(location).stats() == _fresh_count(location)
+    assert Memory.open(location).stats().embedded == 2
