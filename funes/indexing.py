@@ -490,6 +490,7 @@ def embed_backlog(
     killed loses work: at most the page in flight.  With ``report``, what was
     embedded is added to it, by tier, and to the sessions it holds."""
     started = time.monotonic()
+    writer.drop_known_ids()
     order = writer.backlog_order(limit or 10**12)
     total = len(order)
     # The vectors stored and the backlog's characters (for the time left): the

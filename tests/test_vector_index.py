@@ -266,3 +266,18 @@ def test_a_writer_caches_a_bounded_amount_however_many_pages_it_folds(isolated_e
             writer.add_chunks(_chunks(f"s-{n}", 500))
         assert embed_backlog(writer, HashEmbedder()) == 3000  # 15 pages, each folded
     assert sessions and sessions[0].size_bytes <= 2 << 20
+
+
+def test_a_writer_that_embedded_its_backlog_still_stores_nothing_twice(isolated_env):
+    """The backlog lets go of the table's ids (~110 MB at 1M rows); rows stored after
+    it are still checked against every stored id."""
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(_chunks("s-grown", 30))
+        assert embed_backlog(writer, HashEmbedder()) == 30
+        stored = writer.add_chunks(_chunks("s-grown", 40))  # the session grew by ten turns
+        assert stored == [c.id for c in _chunks("s-grown", 10, start=30)]
+    assert Memory.open(local_memory()).count() == 40

@@ -776,6 +776,14 @@ class MemoryWriter:
             self._known_sessions = set(rows.column("session_id").unique().to_pylist())
         return self._known_ids
 
+    def drop_known_ids(self) -> None:
+        """Let go of the table's ids, read again when rows are next stored: a writer
+        that goes on to embed its backlog needs none of them (a million ids held as a
+        set are ~110 MB)."""
+        self._known_ids = None
+        self._known_sessions = set()
+        return_freed_memory()
+
     def known_sessions(self) -> set[str]:
         """The session ids the table holds rows of."""
         self.known_ids()
