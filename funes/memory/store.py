@@ -17,7 +17,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 from pathlib import Path
@@ -99,8 +99,9 @@ SCALAR_INDEX_COLUMNS = ("id", "session_id")
 WRITER_INDEX_CACHE_BYTES = 128 << 20
 WRITER_METADATA_CACHE_BYTES = 64 << 20
 # How far ahead a count of the whole table reads (Lance's default reads 16 batches of
-# several fragments at once): a million rows' pending text was counted at a peak of
-# +685 MB, +336 MB at this, in the same 1.5 s; the vector column +346 and +125 MB.
+# several fragments at once): at a million rows, counting the pending rows' text peaked
+# at +685 MB, +336 MB at this, both in ~1.5 s; the vector column +346 MB in 1.2 s,
+# +125 MB in 1.6 s (it is counted once per state of the rows: funes/memory/stats.py).
 COUNT_READAHEAD = {"batch_readahead": 1, "fragment_readahead": 1}
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
 BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
