@@ -114,7 +114,8 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
             # text, its last long tool output), so the rate is taken in characters.
             seconds = max(report.embed_seconds, 1e-3)
             chars_per_s = report.backlog_chars / seconds
-            estimate = (f" (~{duration_text(writer.pending_chars() / max(chars_per_s, 1e-3))}, estimated from the "
+            pending_chars = sum(writer.stats().pending_chars_by_tier.values())  # saved by the backlog's last page
+            estimate = (f" (~{duration_text(pending_chars / max(chars_per_s, 1e-3))}, estimated from the "
                         f"{embedded / seconds:.0f} chunks/s measured on the first {embedded})")
         with bars.paused():
             return confirm(f"{writer.pending_count()} chunks are searchable by keyword but not yet by meaning; "
