@@ -133,3 +133,29 @@ def test_counts_saved_for_other_rows_or_unreadable_are_never_used(isolated_env):
                            filled=[(3, 10), (3, 10)])  # not what the counts have pending: counted again
     assert Memory.open(location).stats() == _fresh_count(location)
     assert Memory.open(location).stats().embedded == 2
+
+
+def test_counts_saved_before_a_data_file_was_damaged_in_place_are_not_served(isolated_env):
+    """Damage in place leaves the manifest, and so the state the counts were saved for,
+    as it was: status must count what can still be read, not read back the old counts."""
+    import os
+
+    import lance
+
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    location = local_memory()
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-first", 20))
+    with open_writer(location) as writer:
+        writer.add_chunks(_chunks("s-second", 12))  # a fragment of its own
+    assert Memory.open(location).stats().chunks == 32  # counted and saved
+    table = lance.dataset(location.table_uri)
+    damaged = next(f for f in table.get_fragments() if f.count_rows() == 20)
+    os.truncate(os.path.join(location.table_uri, "data", damaged.data_files()[0].path), 100)
+
+    memory = Memory.open(location)
+    counted = memory.stats()
+    assert memory.damage and (counted.chunks, counted.sessions) == (12, 1)

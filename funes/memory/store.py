@@ -326,13 +326,18 @@ class Memory:
     def check(self) -> TableDamage:
         """The damage known, after the cheap check of every fragment's files (for
         `funes status`: one stat per file) and of the BM25 index."""
+        self._check_files()
+        self.lexical()
+        return self.damage
+
+    def _check_files(self) -> None:
+        """The cheap check of every fragment's files (one stat each), its damage skipped
+        from then on."""
         if self.location.is_local:
             found = damaged_fragments(self.location, self.dataset, deep=False, known=self.damage.fragments)
             if len(found) != len(self.damage.fragments):
                 self.damage.fragments = found
                 self._intact = intact_fragments(self.dataset, found)
-        self.lexical()
-        return self.damage
 
     def _scanner(self, **options: Any) -> Any:
         if self._intact is not None:
@@ -584,8 +589,11 @@ class Memory:
 
     def stats(self) -> MemoryStats:
         """What the memory holds, counted: read back when the table's rows are as they
-        were when last counted (:mod:`funes.memory.stats`), else counted and saved."""
-        whole = self._intact is None and not self.damage  # a damaged read counts what it can: never saved
+        were when last counted (:mod:`funes.memory.stats`), else counted and saved.  A
+        data file damaged in place leaves the manifest as it was, so the files are
+        checked first: a damaged memory is counted for what can be read, never saved."""
+        self._check_files()
+        whole = self._intact is None and not self.damage
         state = table_state(self.dataset, self.dense_tiers) if whole else ""
         if whole and (saved := load_stats(self.location.state_dir, state, self.version)) is not None:
             return saved
