@@ -23,31 +23,43 @@ def _fresh_count(location):
     return Memory.open(location)._count()
 
 
-def test_counts_are_read_back_for_the_same_rows_and_counted_again_for_new_ones(isolated_env, monkeypatch):
+def test_counts_are_read_back_for_the_same_rows_and_kept_through_appends(isolated_env, monkeypatch):
+    """A first index saves the counts of every flush from the empty table on, and a
+    hook's turn (rows with their vectors, one not finite, a session id another harness
+    already used) keeps them exact: no reader counts again."""
+    import numpy as np
+
     from funes.indexing import open_writer
     from funes.memory.location import local_memory
     from funes.memory.store import Memory
 
     location = local_memory()
+    calls = []
+    real_count = Memory._count
+    monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
     with open_writer(location) as writer:
-        writer.add_chunks(_chunks("s-text", 30) + _chunks("s-tools", 20, tier=3, harness="codex"))
+        writer.add_chunks(_chunks("s-text", 30))
+        writer.add_chunks(_chunks("s-tools", 20, tier=3, harness="codex"))
     counted = Memory.open(location).stats()
+    assert calls == []  # saved by the writer, flush by flush
     assert (counted.chunks, counted.sessions, counted.embedded) == (50, 2, 0)
     assert counted.pending_by_tier == {1: 30, 3: 20}
     assert counted.per_harness == {"claude_code": {"chunks": 30, "sessions": 1},
                                    "codex": {"chunks": 20, "sessions": 1}}
     assert counted.last_indexed and counted.last_indexed.endswith("Z")
+    assert Memory.open(location).stats() == counted and calls == []
 
-    calls = []
-    real_count = Memory._count
-    monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
-    assert Memory.open(location).stats() == counted and calls == []  # read back, not counted
-
+    turn = (_chunks("s-tools", 4, harness="pi")  # a session id codex used: a new session of pi's
+            + _chunks("s-later", 3, tier=2) + _chunks("s-text", 33)[30:])  # a new session; one grown
+    vectors = HashEmbedder().embed([c.text for c in turn])
+    vectors[1] = np.nan  # stored as null: still owed a vector
     with open_writer(location) as writer:
-        writer.add_chunks(_chunks("s-later", 5))
+        writer.add_chunks(turn, vectors)
     grown = Memory.open(location).stats()
-    assert calls == [1] and (grown.chunks, grown.sessions, grown.pending_by_tier[1]) == (55, 3, 35)
-    assert grown.version > counted.version
+    assert calls == [] and grown.version > counted.version
+    monkeypatch.setattr(Memory, "_count", real_count)
+    assert grown == _fresh_count(location)
+    assert (grown.chunks, grown.sessions, grown.embedded, grown.pending_by_tier) == (60, 4, 9, {1: 31, 3: 20})
 
 
 def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, monkeypatch):
@@ -81,7 +93,7 @@ def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, mon
         real_count_rows = writer.table.count_rows
         writer.table.count_rows = lambda where=None: filters.append(where) or real_count_rows(where)
         assert embed_backlog(writer, PollingEmbedder(), limit=50) == 50
-    assert len(calls) == 1  # the embedder's own count at the start; every poll after read it back
+    assert calls == []  # the embedder starts from the counts the appends saved; every poll reads back a page's
     assert "vector IS NOT NULL" not in filters  # nor did the index upkeep count the vectors again
     assert [s.embedded for s in seen] == [0, 16, 32, 48]
     monkeypatch.setattr(Memory, "_count", real_count)

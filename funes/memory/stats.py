@@ -9,9 +9,9 @@ saved in the memory's state folder under the **state of the table they count**
 tiers it embeds.  Any commit that changes a row changes a data file, so counts are
 never read back for rows they did not count; a commit that only builds or folds an
 index keeps the files, so its counts still hold.  The writer that fills in a page
-of vectors knows what it filled, and saves the counts of the state it made
-(:meth:`MemoryStats.with_vectors`) instead of leaving the next reader to count
-again.  A memory read with damaged fragments skipped is counted, never saved.
+of vectors knows what it filled, and the writer that appends rows what it
+appended: each saves the counts of the state it made (:meth:`MemoryStats.with_vectors`,
+:meth:`MemoryStats.with_rows`) instead of leaving the next reader to count again.  A memory read with damaged fragments skipped is counted, never saved.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,28 @@ class MemoryStats:
         return replace(self, embedded=self.embedded + count,
                        pending_by_tier={t: n for t, n in pending.items() if n},
                        pending_chars_by_tier={t: chars[t] for t, n in pending.items() if n})
+
+
+    def with_rows(self, *, per_harness: Mapping[str, int], new_sessions: Collection[tuple[str, str]],
+                  embedded: int, pending: Iterable[tuple[int, int]], indexed_at: str) -> MemoryStats:
+        """These counts after rows were appended: ``per_harness`` rows by harness, the
+        (harness, session id) pairs new to the table, how many came with a vector, and
+        each row owed one as its tier and text length."""
+        harnesses = {harness: dict(counts) for harness, counts in self.per_harness.items()}
+        for harness, rows in per_harness.items():
+            harnesses.setdefault(harness, {"chunks": 0, "sessions": 0})["chunks"] += rows
+        for harness, _ in new_sessions:
+            harnesses.setdefault(harness, {"chunks": 0, "sessions": 0})["sessions"] += 1
+        owed = dict(self.pending_by_tier)
+        chars = dict(self.pending_chars_by_tier)
+        for tier, length in pending:
+            owed[tier] = owed.get(tier, 0) + 1
+            chars[tier] = chars.get(tier, 0) + length
+        return replace(self, chunks=self.chunks + sum(per_harness.values()),
+                       sessions=self.sessions + len(new_sessions), embedded=self.embedded + embedded,
+                       per_harness=dict(sorted(harnesses.items())), pending_by_tier=dict(sorted(owed.items())),
+                       pending_chars_by_tier=dict(sorted(chars.items())),
+                       last_indexed=max(filter(None, (self.last_indexed, indexed_at)), default=None))
 
 
 def table_state(dataset: Any, dense_tiers: Iterable[int]) -> str:

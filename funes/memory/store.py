@@ -785,6 +785,26 @@ class MemoryWriter:
             self._known_sessions = set(rows.column("session_id").unique().to_pylist())
         return self._known_ids
 
+    def _counts_before_append(self) -> MemoryStats | None:
+        """The memory's saved counts of the table as it is (zero for an empty table),
+        for :meth:`add_chunks` to save those of the table it makes; None when none are
+        saved (the next reader counts)."""
+        if self.table.count_rows() == 0:  # from the manifest: no scan
+            return MemoryStats(chunks=0, sessions=0, embedded=0)
+        return load_stats(self.location.state_dir, self._table_state(), self.version)
+
+    def _session_keys_new_to_table(self, rows: Sequence[Chunk]) -> set[tuple[str, str]]:
+        """The (harness, session id) pairs of ``rows`` the table holds no row of: a
+        session id it knows is looked up (by the BTREE on ``session_id``), in case
+        another harness stored it."""
+        keys = {(c.harness or "", c.session_id) for c in rows}
+        known = self.known_sessions() & {session for _, session in keys}
+        if known:
+            stored = self._scan(["harness", "session_id"], sql_in("session_id", sorted(known)))
+            keys -= {(harness or "", session) for harness, session in zip(
+                stored.column("harness").to_pylist(), stored.column("session_id").to_pylist(), strict=True)}
+        return keys
+
     def drop_known_ids(self) -> None:
         """Let go of the table's ids, read again when rows are next stored: a writer
         that goes on to embed its backlog needs none of them (a million ids held as a
@@ -822,10 +842,23 @@ class MemoryWriter:
         rows = [chunks[i] for i in fresh]
         new_sessions = self.sessions_new_to_table(rows) if update_lexical else set()
         covered_version = self.version
-        data = self._arrow_rows(rows, None if vectors is None else vectors[fresh])
+        given = None if vectors is None else vectors[fresh]
+        counts = self._counts_before_append()
+        new_keys = self._session_keys_new_to_table(rows) if counts is not None else set()
+        data = self._arrow_rows(rows, given)
         # A plain append: the ids were checked against every stored id above, under the
         # writer lock, and a merge on id would read the whole id column at each commit.
         self.table.add(data, on_bad_vectors="null")
+        if counts is not None:
+            # Lance stores a vector that is not finite as null: that row is still owed one.
+            with_vector = (np.zeros(len(rows), dtype=bool) if given is None
+                           else np.isfinite(np.asarray(given, dtype=np.float32)).all(axis=1))
+            tiers = set(self.dense_tiers)
+            save_stats(self.location.state_dir, self._table_state(), counts.with_rows(
+                per_harness=Counter(c.harness or "" for c in rows), new_sessions=new_keys,
+                embedded=int(with_vector.sum()), indexed_at=data.column("indexed_at")[0].as_py(),
+                pending=[(c.tier, len(c.text or "")) for c, vector in zip(rows, with_vector, strict=True)
+                         if not vector and c.tier in tiers]))
         self._vectors_uncounted += 0 if vectors is None else len(rows)
         ids = [c.id for c in rows]
         known.update(ids)
