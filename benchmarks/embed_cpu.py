@@ -12,7 +12,7 @@ Prints, as JSON lines:
     600-character splitter cuts real transcript text), chunks/s wall and per
     CPU-second (``time.process_time``, which other processes on shared cores move
     far less than wall time) for fp32 and int8 at 1 and 2 threads and batches of
-    4/8/16/32/64, and the share of the time spent tokenising (the most overlapping
+    1/4/8/16/32/64, and the share of the time spent tokenising (the most overlapping
     tokenisation with inference could save);
   * ``backlog`` (with ``--memory``): the newest ``--chunks`` rows a real memory
     still owes a vector, per tier and precision, embedded as embed_backlog does.
@@ -172,7 +172,7 @@ def settings_figures(count: int, repeats: int) -> list[dict]:
         model = onnx_path(precision)
         for threads in sorted({1, cpu_threads()}):
             embedder._session = cpu_session(model, threads=threads)
-            for batch in (4, 8, 16, 32, 64):
+            for batch in (1, 4, 8, 16, 32, 64):
                 embedder.batch_size = batch
                 wall, cpu = timed(embedder, texts, repeats)
                 records.append({"figure": "settings", "precision": precision, "threads": threads, "batch": batch,

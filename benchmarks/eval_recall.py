@@ -465,17 +465,24 @@ without each fold, 243 settings a row on coding) did not finish in 10 minutes at
 load 9–17 and were not run; the per-fold rows are at the shipped weights.
 
 *int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, dynamic per-channel
-int8, derived locally from the fp32 export), every row and question embedded again,
-against every tier's fp32 vectors: with int8 queries too, coding 0.797 / 0.436
-against 0.797 / 0.438 (R@10 equal on every session; MRR@10 within 0.005 on five,
-−0.023 on d6e0bada's 4 questions) and LoCoMo 0.777 / 0.561 against 0.782 / 0.561
-(R@10 by conversation 0, −0.013, −0.007, 0, −0.002; MRR@10 −0.007 to +0.005).
-Paired by fold the LoCoMo R@10 change is −0.004 ± 0.006 (mean ± sd of 5 folds,
-t ≈ −1.8, not significant), a fifth of the spread between conversations
-(0.737–0.806) and a quarter of what text vectors add (0.019): within noise, though
-no fold gains.  int8 documents with fp32 queries lose more (coding R@10 0.787,
-258c7280 −0.030): documents and queries must share a precision.  nDCG and the
-leave-one-out estimates for the int8 rows were not run (time).
+int8, derived locally from the fp32 export, one text a run: `INT8_BATCH_SIZE`), against
+every row's fp32 vector (a memory's int8 tool results and the tool calls it leaves to
+BM25 are embedded at fp32 here for the reference).  *Tool results at int8, everything
+else and the queries fp32* (what a CPU writer stores in a memory created since stop 24,
+`funes.embedding.INT8_TIERS`): coding 0.787 / 0.441 in sample against 0.797 / 0.443
+for the same tiers in fp32, leave-one-out 0.767 / 0.425 against 0.787 / 0.431.  R@10
+moves on one session only (258c7280, 0.788 → 0.758: one of its 33 questions, an
+error-fix whose gold text fell from rank 10 to 11), MRR@10 by −0.003 to +0 on the
+others; three questions moved by one rank in all.  LoCoMo has no tool results:
+unchanged.  A difference of one question is a fifth of a standard error (0.045), and
+tool results embed ~1.45x faster (BENCHMARKS "Embedding"), most of a coding backlog's
+characters: shipped.  *Every document at int8* with fp32 queries: coding 0.787 /
+0.438 (leave-one-out 0.767 / 0.431), LoCoMo 0.781 / 0.562 against 0.782 / 0.561 (R@10
+by conversation −0.010 to +0.005); with int8 queries too, 0.787 / 0.438 and 0.781 /
+0.564.  One text a run quantises each text by its own scale: with the batches of 8 of
+stop 21 every-document int8 scored LoCoMo R@10 0.777 (fp32 queries 0.779), now 0.781.
+Text stays fp32: its vectors are the ones every question leans on, and int8 would
+gain a third of the time for a change this set cannot tell from noise.
 """
 
 
@@ -495,6 +502,7 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str]
     sys.path.insert(0, str(kit))
     import score as sc
 
+    from funes.embedding import DENSE_TIERS, INT8_TIERS
     from funes.retrieval.fusion import DEFAULT as FUSION
     from funes.retrieval.ranking import DEFAULT as RANKING
 
@@ -507,9 +515,14 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str]
         settings: list[tuple[str, frozenset[int] | None, str | None, str | None]] = [
             (label, tiers, None, None) for label, tiers in TIER_SETTINGS]
         for precision in precisions:
-            dev.reembedded(precision, embedder_at(precision))
+            embedder = embedder_at(precision)
+            dev.reembedded(precision, embedder)
             settings += [(f"{precision} documents, fp32 queries", None, precision, None),
                          (f"{precision} documents, {precision} queries", None, precision, precision)]
+            if precision == "int8":  # what a memory created now stores (funes.embedding.INT8_TIERS)
+                dev.reembedded("int8 tool results", embedder, frozenset(INT8_TIERS))
+                settings.append(("int8 tool results, fp32 documents otherwise, fp32 queries (new memories)",
+                                 frozenset(DENSE_TIERS), "int8 tool results", None))
         present = frozenset(row["tier"] for row in dev.rows.values())
         runs, measured = {}, {}
         for label, tiers, vectors, queries in settings:
@@ -544,10 +557,11 @@ def embedder_at(precision: str):
 
 
 def tier_choice(result: dict) -> dict:
-    """The tiers embedded by default, with what every setting scored (for recall_choice.json)."""
-    from funes.embedding import DENSE_TIERS
+    """The tiers embedded by default and those embedded at int8, with what every
+    setting scored (for recall_choice.json)."""
+    from funes.embedding import DENSE_TIERS, INT8_TIERS
 
-    return {"tiers": list(DENSE_TIERS), "measured": {
+    return {"tiers": list(DENSE_TIERS), "int8_tiers": list(INT8_TIERS), "measured": {
         name: {label: {"in_process": {m: round(run["summary"]["overall"][m], 4) for m in ("R@10", "MRR@10")},
                        **({"leave_one_out": {m: round(run["cv"]["overall"][m], 4) for m in ("R@10", "MRR@10")}}
                           if run["cv"] else {})}

@@ -98,6 +98,7 @@ class DevSet:
         import score as sc
 
         from funes.embedding import load_embedder
+        from funes.indexing import embedding_input
         from funes.memory.location import location_for
         from funes.memory.schema import ROW_COLUMNS
         from funes.memory.store import Memory
@@ -110,8 +111,20 @@ class DevSet:
         splits: dict[tuple[str, str, int], int] = {}
         for row in rows:
             splits[block_key(row)] = splits.get(block_key(row), 0) + 1
-        vectors = np.asarray(table.column("vector").to_pylist(), np.float32)
-        query_vectors = load_embedder(for_queries=True).embed([q["question"] for q in qrels])
+        # Every row's fp32 vector: the stored ones where the memory stores fp32, the
+        # rows its policy leaves to BM25 (tool calls) or stores at int8 (tool results)
+        # embedded here, so that the settings compare against one reference.
+        stored = table.column("vector").to_pylist()
+        embedder = load_embedder("cpu")
+        redo = [i for i, (row, vector) in enumerate(zip(rows, stored, strict=True))
+                if vector is None or row["tier"] in memory.int8_tiers]
+        if redo:
+            fresh = embedder.embed([embedding_input(rows[i]["text"] or "", rows[i]["block_type"], rows[i]["tool_name"])
+                                    for i in redo])
+            for i, vector in zip(redo, fresh, strict=True):
+                stored[i] = vector
+        vectors = np.asarray(stored, np.float32)
+        query_vectors = embedder.embed([q["question"] for q in qrels])
         return cls(name, qrels, {r["id"]: r for r in rows}, vectors, [r["id"] for r in rows], query_vectors, splits)
 
     def lexical(self, representation: str) -> list[list[tuple[str, float]]]:
@@ -153,15 +166,19 @@ class DevSet:
             self._dense[key] = out
         return self._dense[key]
 
-    def reembedded(self, name: str, embedder) -> None:
-        """Every stored row and every question embedded again by ``embedder`` (what
-        the product would store and ask with), kept as :attr:`alternative_vectors`
-        ``name``."""
+    def reembedded(self, name: str, embedder, tiers: frozenset[int] | None = None) -> None:
+        """The rows of ``tiers`` (None: every row) and every question embedded again
+        by ``embedder`` (what the product would store and ask with), the other rows
+        keeping their fp32 vectors, kept as :attr:`alternative_vectors` ``name``."""
         from funes.indexing import embedding_input
 
-        texts = [embedding_input(self.rows[i]["text"] or "", self.rows[i]["block_type"], self.rows[i]["tool_name"])
-                 for i in self.ids]
-        self.alternative_vectors[name] = (embedder.embed(texts), embedder.embed([q["question"] for q in self.qrels]))
+        chosen = [n for n, i in enumerate(self.ids) if tiers is None or self.rows[i]["tier"] in tiers]
+        vectors = self.vectors.copy()
+        if chosen:
+            vectors[chosen] = embedder.embed([embedding_input(self.rows[self.ids[n]]["text"] or "",
+                                                              self.rows[self.ids[n]]["block_type"],
+                                                              self.rows[self.ids[n]]["tool_name"]) for n in chosen])
+        self.alternative_vectors[name] = (vectors, embedder.embed([q["question"] for q in self.qrels]))
 
     def hits(self, representation: str, fusion, ranking, shown: str = "passage") -> dict[str, list[dict]]:
         """Top-10 hits per question; ``ranking`` None: the fused order as it is

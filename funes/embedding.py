@@ -14,10 +14,10 @@ Both are fp32 runs of the same weights, so a memory indexed on a GPU is queried 
 CPU (ONNX vs sentence-transformers on CPU agree to cos > 0.9999, see the tests;
 benchmarks/gpu_embed.py checks GPU vs CPU).  ``OnnxEmbedder(precision="int8")``
 runs an int8 model derived locally from the fp32 export (:func:`quantise_onnx`):
-1.4-1.8x the chunks per CPU-second, cos ~0.99 to fp32, recall within noise on both
-dev sets when documents and queries are both int8 (BENCHMARKS.md).  Memories are
-not yet stamped with a precision, so the product embeds fp32 only; the benchmarks
-use int8.
+1.4-1.8x the chunks per CPU-second, cos ~0.99 to fp32.  Queries are always fp32;
+so are stored text and thinking.  A memory's tool results are embedded at int8 by
+CPU writers when the memory is stamped so (:data:`INT8_TIERS`, every memory
+created since): with fp32 queries their recall is the fp32 vectors' (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ MAX_TOKENS = 256
 # grows to the largest batch and never shrinks, holds ~0.45 GB less.  A GPU wants
 # far larger ones.
 CPU_BATCH_SIZE = 8
+# int8 runs one text at a time: dynamic quantisation scales activations by one factor
+# per batch tensor, so in a batch a text's vector would depend on its companions
+# (up to 0.023 apart, which would make the same chunk's vector differ between the
+# hook and `funes index`); alone it depends on the text only, and on tool output it
+# is as fast (89.9 against 90.9 chunks/s at 8, 2 threads).
+INT8_BATCH_SIZE = 1
 # fp32: the exported weights as they are; int8: dynamic quantisation of the fused
 # graph (quantise_onnx), derived locally from the fp32 export.
 PRECISIONS = ("fp32", "int8")
@@ -138,6 +144,35 @@ EMBED_EVERY_TIER = "every"
 def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
     """The tiers a memory with this (decoded) schema metadata embeds."""
     return EVERY_TIER if metadata.get(TIERS_KEY) == EMBED_EVERY_TIER else DENSE_TIERS
+
+
+# Which tiers' vectors a CPU writer computes with the int8 model (:func:`quantise_onnx`)
+# instead of fp32: tool results, 61 % of a coding memory's chunks and most of its
+# backlog's characters, embed ~1.45x faster, and with fp32 queries (every query is
+# fp32) coding R@10 / MRR@10 is 0.787 / 0.441 against 0.797 / 0.443 (one question of
+# 100 moved from rank 10 to 11, two others by one rank); LoCoMo holds no tool results
+# (BENCHMARKS.md "Recall by embedded tier and precision").  Text stays fp32: every
+# LoCoMo question leans on it (R@10 0.782 → 0.781 with it at int8, conversations
+# −0.010 to +0.005) and it is the smaller share of a backlog.  The choice is stamped
+# on a memory when it is created, so a memory made before it keeps fp32 vectors
+# throughout; a CUDA writer computes every tier in fp32, the vectors the int8 ones
+# approximate.
+INT8_TIERS: tuple[int, ...] = (3,)
+INT8_TIERS_KEY = f"{_META_PREFIX}int8_tiers"
+
+
+def int8_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
+    """The tiers a memory with this (decoded) schema metadata lets CPU writers embed
+    at int8: none for a memory stamped before precisions were (its vectors are fp32)."""
+    stamped = metadata.get(INT8_TIERS_KEY)
+    if not stamped:
+        return ()
+    return tuple(sorted(int(t) for t in stamped.split(",") if t.strip().isdigit()))
+
+
+def precision_metadata(tiers: Sequence[int] = INT8_TIERS) -> dict[str, str]:
+    """What a new memory (or one rebuilt with every vector cleared) is stamped with."""
+    return {INT8_TIERS_KEY: ",".join(str(int(t)) for t in tiers)}
 
 
 def awaiting_vector_sql(tiers: Sequence[int]) -> str:
@@ -386,6 +421,13 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised, rows in input order."""
 
+    def embed_chunks(self, texts: Sequence[str], tiers: Sequence[int], int8_tiers: Sequence[int] = ()) -> np.ndarray:
+        """Vectors for stored chunks of these ``tiers`` (one each), in a memory whose
+        chunks of ``int8_tiers`` may be embedded at int8 (:data:`INT8_TIERS`).  This
+        embedder computes them all at its own precision; the CPU one hands those
+        tiers to the int8 model."""
+        return self.embed(texts)
+
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, ``[CLS]``/``[SEP]`` included: a
         text is embedded whole when its count is at most ``identity.max_tokens``."""
@@ -498,13 +540,14 @@ class OnnxEmbedder(Embedder):
 
     device = "cpu"
 
-    def __init__(self, model_file: Path | None = None, batch_size: int = CPU_BATCH_SIZE, precision: str = "fp32"):
+    def __init__(self, model_file: Path | None = None, batch_size: int | None = None, precision: str = "fp32"):
         from tokenizers import Tokenizer
 
         if precision not in PRECISIONS:
             raise UsageError(f"unknown embedding precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
         self.precision = precision
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (INT8_BATCH_SIZE if precision == "int8" else CPU_BATCH_SIZE)
+        self._int8: OnnxEmbedder | None = None  # for the tiers a memory embeds at int8, loaded on first use
         self.model_file = model_file or onnx_path(precision)
         self._session = cpu_session(model_file) if model_file else self._cached_session()
         self._input_names = {i.name for i in self._session.get_inputs()}
@@ -530,6 +573,19 @@ class OnnxEmbedder(Embedder):
         inputs = {name: array for name, array in feed.items() if name in self._input_names}
         (hidden,) = self._session.run(["last_hidden_state"], inputs)
         return mean_pool_normalise(hidden, feed["attention_mask"]).astype(np.float32, copy=False)
+
+    def embed_chunks(self, texts: Sequence[str], tiers: Sequence[int], int8_tiers: Sequence[int] = ()) -> np.ndarray:
+        at_int8 = np.array([tier in int8_tiers for tier in tiers], dtype=bool)  # an older row's tier is None
+        if self.precision != "fp32" or not at_int8.any():
+            return self.embed(texts)
+        if self._int8 is None:
+            self._int8 = OnnxEmbedder(precision="int8")
+        vectors = np.empty((len(texts), self.identity.dim), dtype=np.float32)
+        for chosen, embedder in ((at_int8, self._int8), (~at_int8, self)):
+            rows = np.flatnonzero(chosen)
+            if len(rows):
+                vectors[rows] = embedder.embed([texts[i] for i in rows])
+        return vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -37,7 +37,7 @@ from typing import Protocol
 import numpy as np
 
 from funes.chunking import Chunk, ChunkReport, chunk_session
-from funes.embedding import DENSE_TIERS, IDENTITY
+from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS
 from funes.errors import TraceReadError
 from funes.memory.lexical import TermCounts, session_term_counts
 from funes.memory.location import MemoryLocation
@@ -90,7 +90,9 @@ def _no_progress(stage: str, advance: int, total: int | None, detail: EmbedProgr
 
 
 class TextEmbedder(Protocol):
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed_chunks(self, texts: Sequence[str], tiers: Sequence[int], int8_tiers: Sequence[int] = ()) -> np.ndarray:
+        """See :meth:`funes.embedding.Embedder.embed_chunks`."""
+        ...
 
 
 @dataclass
@@ -220,14 +222,16 @@ def chunk_stage(parsed: ParsedSession, *, include_thinking: bool = True) -> Sess
 
 
 def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: TextEmbedder,
-                tiers: Container[int] = DENSE_TIERS) -> dict[str, np.ndarray]:
+                tiers: Container[int] = DENSE_TIERS, int8_tiers: Sequence[int] = INT8_TIERS) -> dict[str, np.ndarray]:
     """Vectors for the sessions' chunks of ``tiers`` (the memory's policy, see
     :func:`funes.embedding.dense_tiers`) not among ``known`` (stored ones keep
-    theirs): chunk id → vector."""
+    theirs), those of ``int8_tiers`` at int8 on CPU (:func:`funes.embedding.int8_tiers`):
+    chunk id → vector."""
     fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known and c.tier in tiers}.values())
     if not fresh:
         return {}
-    vectors = embedder.embed([embedding_input(c.text, c.block_type, c.tool_name) for c in fresh])
+    vectors = embedder.embed_chunks([embedding_input(c.text, c.block_type, c.tool_name) for c in fresh],
+                                    [c.tier for c in fresh], int8_tiers)
     return {chunk.id: vector for chunk, vector in zip(fresh, vectors, strict=True)}
 
 
@@ -436,7 +440,7 @@ def index_units(
 
     def flush() -> None:
         nonlocal batch_chunks
-        vectors = (embed_stage(batch, writer.known_ids(), embedder, writer.dense_tiers)
+        vectors = (embed_stage(batch, writer.known_ids(), embedder, writer.dense_tiers, writer.int8_tiers)
                    if embedder is not None else None)
         store_stage(writer, batch, vectors)
         report.embedded += len(vectors or {})
@@ -491,6 +495,7 @@ def embed_backlog(
     embedded is added to it, by tier, and to the sessions it holds."""
     started = time.monotonic()
     writer.drop_known_ids()
+    int8 = writer.int8_tiers
     order = writer.backlog_order(limit or 10**12)
     total = len(order)
     # The vectors stored and the backlog's characters (for the time left): the
@@ -530,7 +535,7 @@ def embed_backlog(
                     break
                 end = min(start + EMBED_STEP, len(ids))
                 inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
-                unstored.append((ids[start:end], embedder.embed(inputs)))
+                unstored.append((ids[start:end], embedder.embed_chunks(inputs, tiers[start:end], int8)))
                 filled.extend((tiers[i], len(texts[i] or "")) for i in range(start, end))
                 if report is not None:
                     for i in range(start, end):

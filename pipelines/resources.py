@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from funes.embedding import DENSE_TIERS, IDENTITY, Embedder, load_embedder
+from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS, Embedder, load_embedder
 from funes.errors import MemoryMissingError
 from funes.indexing import open_writer
 from funes.memory.coverage import Coverage
@@ -48,12 +48,14 @@ class MemoryResource(dg.ConfigurableResource):
     def stored_ids(self) -> set[str]:
         return stored_ids(self.location())
 
-    def dense_tiers(self) -> tuple[int, ...]:
-        """The tiers the memory embeds (the default policy for one not written yet)."""
+    def vector_policy(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The tiers the memory embeds and those it embeds at int8 on CPU (a memory
+        not written yet gets the defaults, which it is created with)."""
         try:
-            return self.reader().dense_tiers
+            reader = self.reader()
         except MemoryMissingError:
-            return DENSE_TIERS
+            return DENSE_TIERS, INT8_TIERS
+        return reader.dense_tiers, reader.int8_tiers
 
 
 @functools.cache

@@ -36,7 +36,10 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
         "harnesses": stats.per_harness,
         "last_indexed": stats.last_indexed,
         "embedding_model": {"model_id": identity["model_id"], "revision": identity["revision"],
-                            "dim": int(identity["dim"] or 0)},
+                            "dim": int(identity["dim"] or 0),
+                            # What CPU writers compute each embedded tier's vectors at.
+                            "precision_by_tier": {TIER_NAMES.get(t, str(t)): "int8" if t in memory.int8_tiers else "fp32"
+                                                  for t in memory.dense_tiers}},
         "reranker": reranker_status(),
         "table_version": stats.version,
         "lexical_segments": len(lexical.segments),
@@ -46,6 +49,11 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
         # and what each still holds that was removed here (from the receipts, or asked).
         "remotes": push_backlog(memory, check_remotes=check_remotes),
     }
+
+
+def _precisions(by_tier: dict[str, str]) -> str:
+    """``text fp32, tool_result int8``."""
+    return ", ".join(f"{tier} {precision}" for tier, precision in by_tier.items())
 
 
 def duration_text(seconds: float) -> str:
@@ -90,7 +98,8 @@ def render_status(status: dict[str, Any]) -> str:
     lines += [
         f"vectors     {status['embedded']}/{status['chunks']} ({status['dense_coverage']:.0%}); {_backlog_line(status)}",
         f"last index  {status['last_indexed'] or 'never'}",
-        f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}",
+        f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}"
+        f" ({_precisions(status['embedding_model']['precision_by_tier'])})",
     ]
     if status.get("damage"):
         lines.append(f"damage      {status['damage']['summary']}: run `funes repair`")

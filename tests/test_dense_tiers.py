@@ -9,6 +9,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from funes.embedding import DENSE_TIERS, EVERY_TIER
 
 FUNES = [sys.executable, "-m", "funes.cli"]
@@ -105,3 +107,56 @@ def test_recall_finds_a_tool_call_without_a_vector_by_keyword(memory_home):
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert any(h["block_type"] == "tool_use" and word.lower() in h["text"].lower() for h in hits), word
+
+
+def _stored_vectors(funes_home: Path, where: str) -> tuple[list[str], np.ndarray]:
+    """(embedding inputs, stored vectors) of the rows matching ``where``."""
+    import lance
+
+    from funes.indexing import embedding_input
+
+    table = lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(
+        columns=["text", "block_type", "tool_name", "vector"], filter=f"vector IS NOT NULL AND {where}", limit=24)
+    rows = table.to_pylist()
+    assert rows, where
+    return ([embedding_input(r["text"], r["block_type"], r["tool_name"]) for r in rows],
+            np.asarray([r["vector"] for r in rows], dtype=np.float32))
+
+
+def test_tool_results_are_embedded_at_int8_and_everything_else_at_fp32(memory_home):
+    """The stamp a new memory gets (`INT8_TIERS`): a CPU writer computes tool results'
+    vectors with the int8 model, text's with fp32, which every query uses."""
+    from funes.embedding import INT8_TIERS, OnnxEmbedder
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+
+    assert Memory.open(local_memory()).int8_tiers == INT8_TIERS == (3,)
+    fp32, int8 = OnnxEmbedder(), OnnxEmbedder(precision="int8")
+    texts, stored = _stored_vectors(memory_home / ".funes", "tier = 1")
+    assert np.abs(stored - fp32.embed(texts)).max() < 1e-4
+    texts, stored = _stored_vectors(memory_home / ".funes", "tier = 3")
+    assert np.abs(stored - int8.embed(texts)).max() < 1e-4
+    assert np.abs(stored - fp32.embed(texts)).max() > 1e-3, "the int8 model computes other vectors"
+
+
+def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolated_env):
+    """A memory without the stamp holds fp32 vectors only: its tool results never get
+    int8 ones beside them, whichever path embeds (the backlog, a hook's turn)."""
+    from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder
+    from funes.indexing import embed_backlog, index_units, open_writer
+    from funes.memory.location import local_memory
+    from funes.traces import discover
+    from hub_helpers import chunk
+
+    output = [chunk("s-old", turn, f"$ pytest -q\n{turn} passed, 1 failed: test_upload_retries", tier=3,
+                    block_type="tool_result", tool_name="Bash") for turn in range(6)]
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(output)
+        writer.table.to_lance().update_schema_metadata({INT8_TIERS_KEY: ""})  # as no funes before it wrote
+        writer.table.checkout_latest()
+        assert writer.int8_tiers == ()
+        assert embed_backlog(writer, OnnxEmbedder()) == len(output)
+        index_units(writer, discover(Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl"),
+                    embedder=OnnxEmbedder())
+    texts, stored = _stored_vectors(isolated_env / ".funes", "tier = 3")
+    assert np.abs(stored - OnnxEmbedder().embed(texts)).max() < 1e-4

@@ -11,11 +11,13 @@ import lance
 import numpy as np
 import pytest
 
+from funes.embedding import Embedder
 from hub_helpers import chunk
 
 
-class HashEmbedder:
-    """A unit vector per text, the same for the same text (a stand-in for the model)."""
+class HashEmbedder(Embedder):
+    """A unit vector per text, the same for the same text (a stand-in for the model,
+    at one precision for every tier)."""
 
     def embed(self, texts: list[str]) -> np.ndarray:
         vectors = np.stack([np.random.default_rng(int(hashlib.sha1(t.encode()).hexdigest()[:12], 16))

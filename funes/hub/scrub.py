@@ -76,15 +76,15 @@ def _redacted_provenance(rows: list[dict], report: ScrubReport) -> dict[tuple[st
     return redacted
 
 
-def _owed_vectors(chunks: list[Chunk], tiers: tuple[int, ...], embedder: TextEmbedder) -> np.ndarray | None:
+def _owed_vectors(chunks: list[Chunk], writer: MemoryWriter, embedder: TextEmbedder) -> np.ndarray | None:
     """Vectors for ``chunks``, one row each: embedded for the chunks of the memory's
-    dense ``tiers``, NaN (stored as no vector) for the others, which the tier policy
-    leaves to BM25, as a first index does."""
-    owed = [i for i, c in enumerate(chunks) if c.tier in tiers]
+    dense tiers (at the precision it stamps for each), NaN (stored as no vector) for
+    the others, which the tier policy leaves to BM25, as a first index does."""
+    owed = [i for i, c in enumerate(chunks) if c.tier in writer.dense_tiers]
     if not owed:
         return None
-    embedded = embedder.embed([embedding_input(chunks[i].text, chunks[i].block_type, chunks[i].tool_name)
-                               for i in owed])
+    embedded = embedder.embed_chunks([embedding_input(chunks[i].text, chunks[i].block_type, chunks[i].tool_name)
+                                      for i in owed], [chunks[i].tier for i in owed], writer.int8_tiers)
     vectors = np.full((len(chunks), embedded.shape[1]), np.nan, dtype=np.float32)
     vectors[owed] = embedded
     return vectors
@@ -133,7 +133,7 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         writer.table.update(where=f"{sql_in('session_id', [session_id])} AND {sql_in('turn_uuid', [turn_uuid])}",
                             values=values)
     if removed:
-        writer.replace_chunks(removed, replacements, _owed_vectors(replacements, writer.dense_tiers, embedder))
+        writer.replace_chunks(removed, replacements, _owed_vectors(replacements, writer, embedder))
     report.chunks_removed, report.chunks_written = len(removed), len(replacements)
     report.provenance_redacted = len(set(reprovenanced) - set(removed))
     report.removed_ids = removed

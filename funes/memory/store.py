@@ -26,7 +26,15 @@ import numpy as np
 import pyarrow as pa
 
 from funes.chunking import SPLIT_SIZE, Chunk, chunking_metadata
-from funes.embedding import EMBED_EVERY_TIER, EVERY_TIER, TIERS_KEY, awaiting_vector_sql, dense_tiers
+from funes.embedding import (
+    EMBED_EVERY_TIER,
+    EVERY_TIER,
+    TIERS_KEY,
+    awaiting_vector_sql,
+    dense_tiers,
+    int8_tiers,
+    precision_metadata,
+)
 from funes.errors import (
     FunesError,
     MemoryIncompatibleError,
@@ -357,6 +365,11 @@ class Memory:
     def dense_tiers(self) -> tuple[int, ...]:
         """The tiers this memory gives vectors to (:func:`funes.embedding.dense_tiers`)."""
         return dense_tiers(self.metadata)
+
+    @property
+    def int8_tiers(self) -> tuple[int, ...]:
+        """The tiers whose vectors CPU writers compute at int8 (:func:`funes.embedding.int8_tiers`)."""
+        return int8_tiers(self.metadata)
 
     @property
     def version(self) -> int:
@@ -747,7 +760,8 @@ class MemoryWriter:
                 if not allow_other_model:
                     check_identity(location, decode_metadata(table.schema), expected_identity)
                 return MemoryWriter._migrated(table)
-            return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata()}))
+            return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata(),
+                                                                         **precision_metadata()}))
         except FunesError:
             raise
         except Exception as exc:  # noqa: BLE001 - lance and lancedb raise plain errors
@@ -1034,6 +1048,11 @@ class MemoryWriter:
         """The tiers this memory gives vectors to (:func:`funes.embedding.dense_tiers`)."""
         return dense_tiers(decode_metadata(self.table.schema))
 
+    @property
+    def int8_tiers(self) -> tuple[int, ...]:
+        """The tiers whose vectors CPU writers compute at int8 (:func:`funes.embedding.int8_tiers`)."""
+        return int8_tiers(decode_metadata(self.table.schema))
+
     def embed_every_tier(self) -> None:
         """Stamp the memory to embed every tier from now on, whatever process writes
         to it (a metadata-only commit)."""
@@ -1229,9 +1248,10 @@ class MemoryWriter:
         One overwrite commit: a crash leaves either the old table or the new one.
         Columns an older table lacks (a Rust funes memory, say) are filled with nulls."""
         old = self.table.to_arrow()
-        # The tier policy is the user's choice, not the model's: it survives.
+        # The tier policy is the user's choice, not the model's: it survives.  Every
+        # vector is cleared, so the precisions are this funes's.
         policy = {k: v for k, v in decode_metadata(old.schema).items() if k == TIERS_KEY}
-        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata(), **policy})
+        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata(), **precision_metadata(), **policy})
         columns = []
         for field_ in schema:
             if field_.name == "vector" or field_.name not in old.column_names:
