@@ -11,7 +11,8 @@ Prints, as JSON lines:
   * ``settings``: at the real chunk-length mix (chunks cut like the memory's
     600-character splitter cuts real transcript text), chunks/s wall and per
     CPU-second (``time.process_time``, which other processes on shared cores move
-    far less than wall time) for fp32 and int8 at 1 and 2 threads and batches of
+    far less than wall time) for fp32 and int8 at 1 and 2 runs at once (one thread
+    each, OnnxEmbedder.callers) and batches of
     1/4/8/16/32/64, and the share of the time spent tokenising (the most overlapping
     tokenisation with inference could save);
   * ``backlog`` (with ``--memory``): the newest ``--chunks`` rows a real memory
@@ -41,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 from funes.chunking import SPLIT_OVERLAP, split_text  # noqa: E402
-from funes.embedding import MAX_TOKENS, PRECISIONS, OnnxEmbedder, onnx_path  # noqa: E402
+from funes.embedding import MAX_TOKENS, PRECISIONS, OnnxEmbedder  # noqa: E402
 
 SIZES = (500, 600, 800, 1200)
 FIGURES = ("throughput", "cold", "tokens", "int8", "settings", "backlog")
@@ -163,19 +164,17 @@ def timed(embedder: OnnxEmbedder, texts: list[str], repeats: int) -> tuple[float
 
 def settings_figures(count: int, repeats: int) -> list[dict]:
     from funes.chunking import SPLIT_SIZE
-    from funes.embedding import cpu_session, cpu_threads
+    from funes.embedding import cpu_threads
 
     texts = corpus.realistic_chunks(count, split_size=SPLIT_SIZE, seed=2)
     records = []
     for precision in PRECISIONS:
-        embedder = OnnxEmbedder(precision=precision)
-        model = onnx_path(precision)
-        for threads in sorted({1, cpu_threads()}):
-            embedder._session = cpu_session(model, threads=threads)
+        for callers in sorted({1, cpu_threads()}):
+            embedder = OnnxEmbedder(precision=precision, callers=callers)  # its runs: one thread each
             for batch in (1, 4, 8, 16, 32, 64):
                 embedder.batch_size = batch
                 wall, cpu = timed(embedder, texts, repeats)
-                records.append({"figure": "settings", "precision": precision, "threads": threads, "batch": batch,
+                records.append({"figure": "settings", "precision": precision, "callers": callers, "batch": batch,
                                 "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
                                 "chunks_per_s": round(wall, 1), "chunks_per_cpu_s": round(cpu, 1)})
                 emit(records[-1])
@@ -230,7 +229,7 @@ def render(records: list[dict]) -> str:
     from funes.embedding import CPU_BATCH_SIZE
 
     lines = ["`python benchmarks/embed_cpu.py --write` — funes' production CPU embedder (all-MiniLM-L6-v2 on"
-             f" onnxruntime fp32, batch {CPU_BATCH_SIZE}, length-sorted batches, one thread per core).", "",
+             f" onnxruntime fp32, batches of {CPU_BATCH_SIZE}, length-sorted, one single-threaded run per core at once).", "",
              f"Machine: {machine()}.", ""]
     if "throughput" in by:
         lines += ["| chunk size (characters) | chunks/s |", "| --- | --- |"]
@@ -255,8 +254,8 @@ def render(records: list[dict]) -> str:
         first = by["settings"][0]
         lines += [f"Settings at the real chunk-length mix ({first['chunks']} chunks, {first['mean_chars']} characters on"
                   " average); wall figures move with the load, CPU-second ones less:", "",
-                  "| precision | threads | batch | chunks/s | chunks per CPU-second |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['precision']} | {r['threads']} | {r['batch']} | {r['chunks_per_s']} | {r['chunks_per_cpu_s']} |"
+                  "| precision | runs at once | batch | chunks/s | chunks per CPU-second |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['precision']} | {r['callers']} | {r['batch']} | {r['chunks_per_s']} | {r['chunks_per_cpu_s']} |"
                   for r in by["settings"]]
         if "tokenise_cpu_s" in by:
             tokenise = by["tokenise_cpu_s"][0]

@@ -465,7 +465,7 @@ without each fold, 243 settings a row on coding) did not finish in 10 minutes at
 load 9–17 and were not run; the per-fold rows are at the shipped weights.
 
 *int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, dynamic per-channel
-int8, derived locally from the fp32 export, one text a run: `INT8_BATCH_SIZE`), against
+int8, derived locally from the fp32 export, one text a run: `CPU_BATCH_SIZE`), against
 every row's fp32 vector (a memory's int8 tool results and the tool calls it leaves to
 BM25 are embedded at fp32 here for the reference).  *Tool results at int8, everything
 else and the queries fp32* (what a CPU writer stores in a memory created since stop 24,

@@ -33,6 +33,7 @@ import tempfile
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,19 +53,16 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DIM = 384
 MAX_TOKENS = 256
-# Length-sorted batches of 8 on CPU: at the real chunk-length mix, 2 threads, fp32,
-# 82.9 chunks/s against 71.3 at 32 and 61.0 at 64, and the same order at 1 thread
-# and in int8 (BENCHMARKS.md "Embedding", batch settings): a smaller batch pads
-# less and its attention matrices stay in cache, and onnxruntime's arena, which
-# grows to the largest batch and never shrinks, holds ~0.45 GB less.  A GPU wants
-# far larger ones.
-CPU_BATCH_SIZE = 8
-# int8 runs one text at a time: dynamic quantisation scales activations by one factor
-# per batch tensor, so in a batch a text's vector would depend on its companions
-# (up to 0.023 apart, which would make the same chunk's vector differ between the
-# hook and `funes index`); alone it depends on the text only, and on tool output it
-# is as fast (89.9 against 90.9 chunks/s at 8, 2 threads).
-INT8_BATCH_SIZE = 1
+# One text a run on CPU, one run a core at once (OnnxEmbedder.callers).  No padding
+# at all: at the real chunk-length mix fp32 runs 99.1 chunks/s (batches of 4: 96.0,
+# of 8: 88.4; stop 21's one 2-thread run of 8: 82.9) and int8 149.0 (of 8: 128.1),
+# and onnxruntime's arena, which grows to the largest run and never shrinks, holds
+# +67 MB after long tool output against +177 at 4 and +207 for one run of 8
+# (BENCHMARKS.md "Embedding").  And int8's dynamic quantisation scales a run's
+# activations as a whole: in a batch a text's vector moved by up to 0.023 with its
+# companions (the same chunk would get other vectors from the hook and from `funes
+# index`); alone it depends on the text only.  A GPU wants far larger batches.
+CPU_BATCH_SIZE = 1
 # fp32: the exported weights as they are; int8: dynamic quantisation of the fused
 # graph (quantise_onnx), derived locally from the fp32 export.
 PRECISIONS = ("fp32", "int8")
@@ -449,8 +447,9 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
     ``fuse_bert`` (attention heads, hidden size) first fuses the BERT graph
     (onnxruntime's transformer optimizer: one Attention, SkipLayerNorm and Gelu op a
     layer) and then quantises every op it can, attention and the embedding tables
-    included; without it only MatMul weights are quantised.  Neither step imports
-    torch or reads the network.
+    included; without it only MatMul weights are quantised.  Neither step reads the
+    network; the optimizer imports torch, so the product runs this in a child
+    (:func:`quantise_embedding_onnx`).
     """
     import logging
 
@@ -481,32 +480,50 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
 
 def cached_model(precision: str = "fp32") -> Path:
     """The cached model at ``precision``, derived from the shipped weights when
-    absent (the int8 one from the fp32 export: no network, no torch once that exists)."""
+    absent (the int8 one from the fp32 export), with no network."""
     path = onnx_path(precision)
     if not path.is_file():
         if precision == "fp32":
             export_embedding_onnx(path)
         else:
-            quantise_onnx(cached_model("fp32"), path, fuse_bert=(12, IDENTITY.dim))
+            quantise_embedding_onnx(cached_model("fp32"), path)
     return path
+
+
+def _in_child(call: str, *args: str, what: str) -> None:
+    """Run ``funes.embedding.<call>(*args)`` in a new interpreter: deriving a model
+    imports torch (the export through transformers, the quantisation through
+    onnxruntime's graph optimizer), which then stays resident in whoever imported it.
+    A first `funes index` of 1M chunks held 615 MB more from the export on, for the
+    hours it embeds (BENCHMARKS.md, "Day zero", stop 22), and the quantisation's
+    imports kept 860 MB (stop 24).  Not a multiprocessing child, which would import
+    the caller's main module again."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"import sys; from funes.embedding import {call}; {call}(*sys.argv[1:])",
+                           *args], capture_output=True, text=True)
+    if done.returncode:
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        raise FunesError(f"{what} failed: {said[-1] if said else done.returncode}")
 
 
 def export_embedding_onnx(path: Path) -> None:
     """Export the shipped weights (checked against their digest) to ``path``, in a
-    process of its own: the export imports torch and transformers, which then stay
-    resident in whoever imported them (a first `funes index` of 1M chunks held 615 MB
-    more from the embedder's load on, for the hours it embeds; BENCHMARKS.md, "Day
-    zero", stop 22).  A new interpreter, not a multiprocessing child, which would
-    import the caller's main module again."""
-    import subprocess
-    import sys
-
+    process of its own (:func:`_in_child`)."""
     verified_weights()  # its error, not the child's traceback
-    done = subprocess.run([sys.executable, "-c", "import sys; from funes.embedding import export_here; "
-                           "export_here(sys.argv[1])", str(path)], capture_output=True, text=True)
-    if done.returncode:
-        said = [line for line in done.stderr.splitlines() if line.strip()]
-        raise FunesError(f"exporting the embedding model to {path} failed: {said[-1] if said else done.returncode}")
+    _in_child("export_here", str(path), what=f"exporting the embedding model to {path}")
+
+
+def quantise_embedding_onnx(source: Path, target: Path) -> None:
+    """The int8 model (:func:`quantise_onnx` of the fused graph) from the fp32 export
+    ``source`` to ``target``, in a process of its own (:func:`_in_child`)."""
+    _in_child("quantise_here", str(source), str(target), what=f"deriving the int8 embedding model at {target}")
+
+
+def quantise_here(source: str, target: str) -> None:
+    """:func:`quantise_embedding_onnx` in this process (the child it starts)."""
+    quantise_onnx(Path(source), Path(target), fuse_bert=(12, IDENTITY.dim))
 
 
 def export_here(path: str | Path) -> None:
@@ -540,16 +557,24 @@ class OnnxEmbedder(Embedder):
 
     device = "cpu"
 
-    def __init__(self, model_file: Path | None = None, batch_size: int | None = None, precision: str = "fp32"):
+    def __init__(self, model_file: Path | None = None, batch_size: int | None = None, precision: str = "fp32",
+                 callers: int | None = None):
         from tokenizers import Tokenizer
 
         if precision not in PRECISIONS:
             raise UsageError(f"unknown embedding precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
         self.precision = precision
-        self.batch_size = batch_size or (INT8_BATCH_SIZE if precision == "int8" else CPU_BATCH_SIZE)
+        self.batch_size = batch_size or CPU_BATCH_SIZE
+        # One intra-op thread a run, as many runs at once as cores: onnxruntime splits
+        # each op of a run across its threads, and the small ops of one text leave the
+        # second thread waiting.  On tool output int8 one text at a time ran 75.1
+        # chunks/s in one 2-thread session against 115.5 in two 1-thread runs at once
+        # (2 cores, quiet), the vectors identical.
+        self.callers = callers or cpu_threads()
+        self._callers: ThreadPoolExecutor | None = None  # started on the first text long enough to share
         self._int8: OnnxEmbedder | None = None  # for the tiers a memory embeds at int8, loaded on first use
         self.model_file = model_file or onnx_path(precision)
-        self._session = cpu_session(model_file) if model_file else self._cached_session()
+        self._session = cpu_session(model_file, threads=1) if model_file else self._cached_session()
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(shipped_model_dir() / "tokenizer.json"))
         # tokenizer.json ships with fixed 128-token padding/truncation; batches are
@@ -561,13 +586,13 @@ class OnnxEmbedder(Embedder):
         """A session on the cached export, exporting it first when absent."""
         cached_model(self.precision)
         try:
-            return cpu_session(self.model_file)
+            return cpu_session(self.model_file, threads=1)
         except Exception:  # onnxruntime raises its own error types for unreadable models
             # Exports are written atomically, so something else damaged this file:
             # derive it again from the weights.
             self.model_file.unlink(missing_ok=True)
             cached_model(self.precision)
-            return cpu_session(self.model_file)
+            return cpu_session(self.model_file, threads=1)
 
     def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         inputs = {name: array for name, array in feed.items() if name in self._input_names}
@@ -593,8 +618,25 @@ class OnnxEmbedder(Embedder):
         # Equal texts get equal vectors: each distinct text is run once (repeated
         # tool output, the same file read again, is common in a backlog page).
         distinct, position = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-        vectors = run_length_sorted(self._tokenizer.encode_batch(distinct.tolist()), self.batch_size, self._run)
+        vectors = self._run_shared(self._tokenizer.encode_batch(distinct.tolist()))
         return vectors[position.reshape(-1)]
+
+    def _run_shared(self, encodings: Sequence[Encoding]) -> np.ndarray:
+        """:func:`run_length_sorted` over ``encodings`` dealt, longest first, to
+        :attr:`callers` runs at once (fewer when there are not a batch for each)."""
+        shares = min(self.callers, len(encodings) // self.batch_size)
+        if shares < 2:
+            return run_length_sorted(encodings, self.batch_size, self._run)
+        if self._callers is None:
+            self._callers = ThreadPoolExecutor(self.callers, thread_name_prefix="funes-embed")
+        by_length = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+        parts = [by_length[k::shares] for k in range(shares)]
+        done = self._callers.map(lambda part: run_length_sorted([encodings[i] for i in part], self.batch_size, self._run),
+                                 parts)
+        vectors = np.empty((len(encodings), self.identity.dim), dtype=np.float32)
+        for part, part_vectors in zip(parts, done, strict=True):
+            vectors[part] = part_vectors
+        return vectors
 
 
 class SentenceTransformersEmbedder(Embedder):
