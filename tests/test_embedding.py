@@ -318,10 +318,11 @@ def test_unknown_precision_is_a_usage_error():
         OnnxEmbedder(precision="fp16")
 
 
-def test_deriving_the_int8_model_leaves_torch_out_of_the_process(shared_cache, tmp_path):
+def test_deriving_the_int8_model_leaves_torch_out_of_the_process(onnx_embedder, shared_cache, tmp_path):
     """The graph optimizer the quantisation runs imports torch, which stayed resident
     (+860 MB in a first index, where the int8 model is derived when the backlog
-    reaches tool results): it runs in a child."""
+    reaches tool results): it runs in a child.  (``onnx_embedder``: the fp32 export
+    is in the shared cache.)"""
     cache = tmp_path / "cache"
     fp32 = cache / "models" / IDENTITY.revision / "model.onnx"
     fp32.parent.mkdir(parents=True)
