@@ -571,7 +571,7 @@ class OnnxEmbedder(Embedder):
         # chunks/s in one 2-thread session against 115.5 in two 1-thread runs at once
         # (2 cores, quiet), the vectors identical.
         self.callers = callers or cpu_threads()
-        self._callers: ThreadPoolExecutor | None = None  # started on the first text long enough to share
+        self._callers: ThreadPoolExecutor | None = None  # started by the first call with texts for two runs
         self._int8: OnnxEmbedder | None = None  # for the tiers a memory embeds at int8, loaded on first use
         self.model_file = model_file or onnx_path(precision)
         self._session = cpu_session(model_file, threads=1) if model_file else self._cached_session()
