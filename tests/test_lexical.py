@@ -103,6 +103,32 @@ def test_a_merge_reads_mapped_segments_from_their_files_and_gets_the_same_segmen
     assert from_files.vocab == from_memory.vocab
 
 
+def test_a_reader_searches_the_segments_it_opened_when_a_merge_removes_them(tmp_path, monkeypatch):
+    """A writer's merge replaces the manifest and removes the merged segments' folders,
+    which can happen just after a reader has loaded them: the MCP server's recall
+    failed with FileNotFoundError during a first index of 1M chunks.  The reader
+    answers from what it loaded (its arrays stay mapped), as the manifest it read."""
+    import shutil
+
+    from funes.memory import lexical
+
+    ids, texts = _corpus(300)
+    LexicalIndex.open(tmp_path).rebuild(ids, texts, 1)
+    expected = LexicalIndex.open(tmp_path).search("lance fragment manifest", 10)
+    load = lexical.Segment.load.__func__
+
+    def load_then_merged_away(cls, folder):
+        segment = load(cls, folder)
+        shutil.rmtree(folder)
+        return segment
+
+    monkeypatch.setattr(lexical, "_OPENED", {})  # nothing this process loaded before
+    monkeypatch.setattr(lexical.Segment, "load", classmethod(load_then_merged_away))
+    reader = LexicalIndex.open(tmp_path)
+    assert not any(tmp_path.glob("seg-*")) and reader.problem is None
+    assert reader.search("lance fragment manifest", 10) == expected
+
+
 def test_allowed_mask_filters_before_ranking(tmp_path):
     ids, texts = _corpus(300)
     index = LexicalIndex.open(tmp_path)

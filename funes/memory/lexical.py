@@ -656,16 +656,15 @@ def _files_signature(folder: Path) -> tuple[tuple[int, int], ...]:
     return tuple((stat.st_size, stat.st_mtime_ns) for stat in (os.stat(folder / f) for f in SEGMENT_FILES))
 
 
-def _opened_segment(folder: Path, name: str) -> Segment:
+def _opened_segment(folder: Path, name: str) -> tuple[tuple[tuple[int, int], ...], Segment]:
+    """The segment ``name`` with the signature of the files it was read from, both taken
+    now: a writer's merge may remove the folder right after (a reader that stats it
+    again later meets FileNotFoundError, as the MCP server did during a 1M first index)."""
     signature = _files_signature(folder / name)
     known = _OPENED.get(folder, {}).get(name)
     if known is not None and known[0] == signature:
-        return known[1]
-    return Segment.load(folder / name)
-
-
-def _keep_opened(folder: Path, segments: list[Segment]) -> None:
-    _OPENED[folder] = {s.name: (_files_signature(folder / s.name), s) for s in segments}
+        return known
+    return signature, Segment.load(folder / name)
 
 
 class _Writes:
@@ -727,15 +726,15 @@ class LexicalIndex:
             if (manifest.get("tokenizer") != TOKENIZER or manifest.get("bm25") != BM25_PARAMS
                     or manifest.get("document") != DOCUMENT or manifest.get("format") != SEGMENT_FORMAT):
                 return cls(folder, [], -1)
-            segments = []
+            opened = {}
             try:
                 for name in manifest.get("segments", []):
                     problem = f"{folder.name}/{name} cannot be read"
-                    segments.append(_opened_segment(folder, name))
+                    opened[name] = _opened_segment(folder, name)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            _keep_opened(folder, segments)
-            return cls(folder, segments, int(manifest.get("table_version", -1)))
+            _OPENED[folder] = opened
+            return cls(folder, [segment for _, segment in opened.values()], int(manifest.get("table_version", -1)))
         return cls(folder, [], -1, problem)  # damaged: the caller re-indexes from the table
 
     @property
