@@ -189,6 +189,7 @@ class Run:
     probes: list[dict] = field(default_factory=list)
     polls: list[dict] = field(default_factory=list)  # funes status --json
     recalls: list[dict] = field(default_factory=list)  # cold and warm recall samples
+    failures: list[dict] = field(default_factory=list)  # probes that failed: when, and what they said
     ready_s: float | None = None
     ready_cpu_s: float | None = None  # the indexer's CPU seconds then
     sigint_s: float | None = None
@@ -229,6 +230,12 @@ def _text(result) -> str:
     return "\n".join(part.text for part in result.content if part.type == "text")
 
 
+def _last_line(text: str) -> str:
+    """What a failed probe said last (its error line), for the run's record."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 async def watch(run: Run) -> dict:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -238,16 +245,21 @@ async def watch(run: Run) -> dict:
     async def cold(*args: str) -> tuple[float, float, subprocess.CompletedProcess]:
         return await anyio.to_thread.run_sync(lambda: run.funes(*args))
 
-    async def warm(session: ClientSession) -> tuple[float, float, bool]:
-        """One MCP recall: wall seconds, the server's CPU seconds for it, whether it answered hits."""
+    async def warm(session: ClientSession) -> tuple[float, float, bool, str]:
+        """One MCP recall: wall seconds, the server's CPU seconds for it, whether it
+        answered hits, and what it said when it did not."""
         cpu, started = cpu_seconds(server_pid), time.perf_counter()
         result = await session.call_tool("recall", {"query": run.question()})
-        return (time.perf_counter() - started, cpu_seconds(server_pid) - cpu,
-                not result.is_error and _text(result).startswith("["))
+        text = _text(result)
+        ok = not result.is_error and text.startswith("[")
+        return time.perf_counter() - started, cpu_seconds(server_pid) - cpu, ok, "" if ok else _last_line(text)
 
-    async def status() -> dict | None:
+    async def status(failures: list[dict] | None = None) -> dict | None:
         seconds, _, done = await cold("status", "--json")
         if done.returncode:
+            if failures is not None:
+                failures.append({"kind": "status", "t_s": run.elapsed() - seconds, "exit": done.returncode,
+                                 "said": _last_line(done.stderr)})
             return None
         full = json.loads(done.stdout)
         # Status names the tiers ("text", "tool_use", "tool_result"); kept here by number.
@@ -334,7 +346,7 @@ async def watch(run: Run) -> dict:
         async def poll_status() -> None:
             poll = {"t_s": run.elapsed(), "load": os.getloadavg()[0], "rss_kb": tree.rss_now_kb,
                     "cpu_s": tree.cpu_now_s}
-            poll["status"] = await status()
+            poll["status"] = await status(run.failures)
             run.polls.append(poll)
             s = poll["status"] or {}
             latest = {r["kind"]: r["s"] for r in run.recalls}
@@ -346,13 +358,18 @@ async def watch(run: Run) -> dict:
         async def poll_cold() -> None:
             begun = run.elapsed()
             seconds, cpu, done = await cold("recall", run.question())
-            run.recalls.append({"kind": "cold", "t_s": begun, "s": seconds, "cpu_s": cpu,
-                                "ok": done.returncode == 0 and done.stdout.startswith("[")})
+            ok = done.returncode == 0 and done.stdout.startswith("[")
+            run.recalls.append({"kind": "cold", "t_s": begun, "s": seconds, "cpu_s": cpu, "ok": ok})
+            if not ok:
+                run.failures.append({"kind": "cold recall", "t_s": begun, "exit": done.returncode,
+                                     "said": _last_line(done.stderr or done.stdout)})
 
         async def poll_warm() -> None:
             begun = run.elapsed()
-            seconds, cpu, ok = await warm(session)
+            seconds, cpu, ok, said = await warm(session)
             run.recalls.append({"kind": "warm", "t_s": begun, "s": seconds, "cpu_s": cpu, "ok": ok})
+            if not ok:
+                run.failures.append({"kind": "MCP recall", "t_s": begun, "said": said})
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(stop_when_due)
@@ -372,7 +389,7 @@ async def watch(run: Run) -> dict:
             if done.returncode == 0:
                 cold_after.append((seconds, cpu))
         for _ in range(run.args.warm_calls):
-            seconds, cpu, ok = await warm(session)
+            seconds, cpu, ok, _ = await warm(session)
             if ok:
                 warm_after.append((seconds, cpu))
     return {"after": after, "cold_after": cold_after, "warm_after": warm_after,
@@ -453,7 +470,7 @@ def measure(args: argparse.Namespace) -> dict:
             "command": (f"nice -n {os.nice(0)} " if os.nice(0) else "") + ".venv/bin/python benchmarks/day_zero.py "
                        + shlex.join(sys.argv[1:]),
             "embed_minutes": args.embed_minutes, "history_mb": sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6,
-            "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "recalls": run.recalls, "sigint_s": run.sigint_s,
+            "ready_s": run.ready_s, "ready_cpu_s": run.ready_cpu_s, "cpu_s": run.cpu_s, "probes": run.probes, "polls": run.polls, "recalls": run.recalls, "failures": run.failures, "sigint_s": run.sigint_s,
             "exited_s": run.exited_s, "rss_capped_s": run.rss_capped_s, "exit_code": run.exit_code, "max_rss_kb": run.max_rss_kb, "tiers": tiers,
             "indexer_said": log_tail.splitlines()[-1] if log_tail else "", "probes_staggered": True,
             "all_stored_s": all_stored_s(funes_home, run.t0_wall),
@@ -686,10 +703,20 @@ def section(runs: list[dict]) -> str:
                   + (" The status poll, the cold recall and the MCP recall of each poll started a third of a poll"
                      " apart." if r.get("probes_staggered") else
                      " The status poll, the cold recall and the MCP recall of each poll started on the same tick.")
-                  + (f" {r['note']}" if r.get("note") else ""), "",
+                  + (f" {r['note']}" if r.get("note") else "")
+                  + (f" {_failures(r['failures'])}" if "failures" in r else ""), "",
                   "Vectors over time (from `funes status --json`; tier % of that tier's rows):", "",
                   *coverage_table(r), ""]
     return "\n".join(parts)
+
+
+def _failures(failures: list[dict]) -> str:
+    """The probes that failed, each with when and what it said (stored since stop 25)."""
+    if not failures:
+        return "No probe failed."
+    said = "; ".join(f"{f['kind']} begun at {f['t_s']:.0f} s" + (f" (exit {f['exit']})" if f.get("exit") else "")
+                     + (f": `{f['said']}`" if f.get("said") else "") for f in failures)
+    return f"Probes that failed ({len(failures)}): {said}."
 
 
 def load_runs() -> list[dict]:
