@@ -426,6 +426,10 @@ class Embedder(ABC):
         tiers to the int8 model."""
         return self.embed(texts)
 
+    def prepare(self, int8_tiers: Sequence[int]) -> None:
+        """Load now what :meth:`embed_chunks` will need for ``int8_tiers`` (nothing
+        here: this embedder computes every tier itself)."""
+
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, ``[CLS]``/``[SEP]`` included: a
         text is embedded whole when its count is at most ``identity.max_tokens``."""
@@ -599,12 +603,18 @@ class OnnxEmbedder(Embedder):
         (hidden,) = self._session.run(["last_hidden_state"], inputs)
         return mean_pool_normalise(hidden, feed["attention_mask"]).astype(np.float32, copy=False)
 
+    def prepare(self, int8_tiers: Sequence[int]) -> None:
+        """Derive the int8 model when absent (in a child, :func:`quantise_embedding_onnx`)
+        and load it."""
+        if self.precision == "fp32" and int8_tiers and self._int8 is None:
+            self._int8 = OnnxEmbedder(precision="int8")
+
     def embed_chunks(self, texts: Sequence[str], tiers: Sequence[int], int8_tiers: Sequence[int] = ()) -> np.ndarray:
         at_int8 = np.array([tier in int8_tiers for tier in tiers], dtype=bool)  # an older row's tier is None
         if self.precision != "fp32" or not at_int8.any():
             return self.embed(texts)
-        if self._int8 is None:
-            self._int8 = OnnxEmbedder(precision="int8")
+        self.prepare(int8_tiers)
+        assert self._int8 is not None
         vectors = np.empty((len(texts), self.identity.dim), dtype=np.float32)
         for chosen, embedder in ((at_int8, self._int8), (~at_int8, self)):
             rows = np.flatnonzero(chosen)

@@ -94,6 +94,10 @@ class TextEmbedder(Protocol):
         """See :meth:`funes.embedding.Embedder.embed_chunks`."""
         ...
 
+    def prepare(self, int8_tiers: Sequence[int]) -> None:
+        """See :meth:`funes.embedding.Embedder.prepare`."""
+        ...
+
 
 @dataclass
 class SessionReport:
@@ -503,6 +507,12 @@ def embed_backlog(
     counts = writer.stats() if total else None
     embedded_before = counts.embedded if counts else 0
     chars_total = sum(counts.pending_chars_by_tier.values()) if counts else 0
+    if counts and any(counts.pending_by_tier.get(tier) for tier in int8):
+        # The int8 model now, before the first page, not when the backlog reaches tool
+        # results: deriving it (once per machine) takes a child of ~1.1 GB for seconds,
+        # beside an indexer that has by then grown (at 1M chunks from ~0.95 GiB here to
+        # 1.5-1.75 GiB after tier 1).
+        embedder.prepare(int8)
     filled: list[tuple[int, int]] = []
     done = chars_done = 0
     unstored: list[tuple[list[str], np.ndarray]] = []

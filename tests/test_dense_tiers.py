@@ -160,3 +160,30 @@ def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolat
                     embedder=OnnxEmbedder())
     texts, stored = _stored_vectors(isolated_env / ".funes", "tier = 3")
     assert np.abs(stored - OnnxEmbedder().embed(texts)).max() < 1e-4
+
+
+def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_vector(shared_cache, tmp_path,
+                                                                                      monkeypatch):
+    """The int8 model is derived (once per machine, in a child of ~1.1 GB) when the
+    backlog starts, not when it reaches tool results: by then a first index of 1M
+    chunks had grown from ~0.95 to 1.5-1.75 GiB, and the two together passed 2 GB.
+    Here the first vector is a text's (fp32): the int8 model must exist already."""
+    from funes.embedding import IDENTITY, OnnxEmbedder, onnx_path
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from hub_helpers import chunk
+
+    OnnxEmbedder()  # the fp32 export, in the shared cache
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))  # which holds it and nothing else
+    fp32 = onnx_path()
+    fp32.parent.mkdir(parents=True)
+    fp32.write_bytes((shared_cache / "models" / IDENTITY.revision / "model.onnx").read_bytes())
+    rows = [chunk("s-new", 0, "We retry the upload three times before giving up.", tier=1),
+            chunk("s-new", 1, "$ pytest -q\n1 failed: test_upload_retries", tier=3, block_type="tool_result",
+                  tool_name="Bash")]
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(rows)
+        assert writer.int8_tiers == (3,) and not onnx_path("int8").exists()
+        assert embed_backlog(writer, OnnxEmbedder(), limit=1) == 1
+        assert writer.stats().pending_by_tier == {3: 1}  # the text took the one vector allowed
+    assert onnx_path("int8").is_file()
