@@ -576,7 +576,7 @@ class OnnxEmbedder(Embedder):
         # (2 cores, quiet), the vectors identical.
         self.callers = callers or cpu_threads()
         self._callers: ThreadPoolExecutor | None = None  # started by the first call with texts for two runs
-        self._int8: OnnxEmbedder | None = None  # for the tiers a memory embeds at int8, loaded on first use
+        self._int8: OnnxEmbedder | None = None  # for the tiers a memory embeds at int8: prepare()
         self.model_file = model_file or onnx_path(precision)
         self._session = cpu_session(model_file, threads=1) if model_file else self._cached_session()
         self._input_names = {i.name for i in self._session.get_inputs()}

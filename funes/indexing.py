@@ -511,7 +511,7 @@ def embed_backlog(
         # The int8 model now, before the first page, not when the backlog reaches tool
         # results: deriving it (once per machine) takes a child of ~1.1 GB for seconds,
         # beside an indexer that has by then grown (at 1M chunks from ~0.95 GiB here to
-        # 1.5-1.75 GiB after tier 1).
+        # 1.5-1.75 GiB within 26 minutes of tier 1; BENCHMARKS.md, "Day zero", stop 25).
         embedder.prepare(int8)
     filled: list[tuple[int, int]] = []
     done = chars_done = 0

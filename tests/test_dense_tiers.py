@@ -165,8 +165,8 @@ def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolat
 def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_vector(shared_cache, tmp_path,
                                                                                       monkeypatch):
     """The int8 model is derived (once per machine, in a child of ~1.1 GB) when the
-    backlog starts, not when it reaches tool results: by then a first index of 1M
-    chunks had grown from ~0.95 to 1.5-1.75 GiB, and the two together passed 2 GB.
+    backlog starts, not when it reaches tool results: a first index of 1M chunks grew
+    from ~0.95 to 1.5-1.75 GiB within tier 1, and the two together would pass 2 GB.
     Here the first vector is a text's (fp32): the int8 model must exist already."""
     from funes.embedding import IDENTITY, OnnxEmbedder, onnx_path
     from funes.indexing import embed_backlog, open_writer
