@@ -97,7 +97,7 @@ def test_a_merge_reads_mapped_segments_from_their_files_and_gets_the_same_segmen
     assert len(mapped) == 2 and all(isinstance(s.indices, np.memmap) for s in mapped)
     in_memory = [replace(s, **{name: np.array(getattr(s, name)) for name in ("data", "indices", "indptr", "tf", "lengths")})
                  for s in mapped]
-    from_files, from_memory = Segment.merged("a", mapped), Segment.merged("b", in_memory)
+    from_files, from_memory = Segment.merged(tmp_path / "a", mapped), Segment.merged(tmp_path / "b", in_memory)
     for name in ("ids", "data", "indices", "indptr", "tf", "lengths"):
         np.testing.assert_array_equal(getattr(from_files, name), getattr(from_memory, name))
     assert from_files.vocab == from_memory.vocab
@@ -211,10 +211,10 @@ def test_a_merge_scores_as_a_build_over_the_same_documents(tmp_path, monkeypatch
     parts.append(Segment.build("again", ids[:5], texts[:5]))  # ids a segment already holds
     rng = random.Random(2)
     keep = np.array([rng.random() > 0.15 for _ in range(705)])
-    merged = Segment.merged("m", parts, keep)
+    merged = Segment.merged(tmp_path / "m", parts, keep)
     kept = [i for i, k in zip(ids, keep[:700]) if k]
     built = Segment.build("b", kept, [t for t, k in zip(texts, keep[:700]) if k])
-    merged.save(tmp_path / "m")
+    assert merged.name == "m" and isinstance(merged.data, np.memmap)  # saved as made, held as a reader holds it
     for segment in (merged, Segment.load(tmp_path / "m")):
         assert segment.ids.tolist() == kept
         _assert_same_columns(segment, built)

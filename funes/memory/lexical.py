@@ -53,7 +53,7 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -209,8 +209,11 @@ def _lucene_idf_of(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
                     dtype=np.float32)[which]
 
 
-# Entries (document, term) scored per numpy pass when a merge scores its segment.
-SCORE_BLOCK = 1 << 22
+# Entries (document, term) placed or scored per numpy pass when a merge makes its
+# segment: each pass holds about eight int64 arrays of this length (64 MB at 1 << 20,
+# 256 MB at the 1 << 22 it was, on top of the merged segment, at a first index's
+# last merges: its peak).
+SCORE_BLOCK = 1 << 20
 
 
 def _read_block(array: np.ndarray, start: int, end: int) -> np.ndarray:
@@ -516,14 +519,18 @@ class Segment:
                    indptr=indptr, tf=tf, lengths=lengths)
 
     @classmethod
-    def merged(cls, name: str, segments: Sequence[Segment], keep: np.ndarray | None = None) -> Segment:
+    def merged(cls, folder: Path, segments: Sequence[Segment], keep: np.ndarray | None = None) -> Segment:
         """One segment over the documents of ``segments`` in turn (those ``keep``
         marks, a mask over their concatenated ids; a repeated id counts once), scored
         from their saved term counts and lengths: what :meth:`build` makes of the same
-        documents, score for score, without reading or tokenizing any text.  The
-        entries are placed straight into the merged columns (a term's documents stay
-        in order: segment by segment, each already in order), ``SCORE_BLOCK`` at a
-        time, so beside the result only one block's arrays are held."""
+        documents, score for score, without reading or tokenizing any text.  Saved in
+        ``folder`` (its name is the segment's) and returned mapped from there, as
+        :meth:`save` then :meth:`mapped` would.  The entries are placed straight into
+        the merged columns (a term's documents stay in order: segment by segment, each
+        already in order), ``SCORE_BLOCK`` at a time, and scored into the file block
+        by block: beside the entries' documents and counts only one block's arrays
+        are held, never the scores (at a first index of 1M chunks the last merge
+        made 43M entries: 173 MB an array)."""
         ids = np.concatenate([s.ids for s in segments]) if segments else np.empty(0, "<U16")
         kept = np.zeros(len(ids), dtype=bool)
         kept[np.unique(ids, return_index=True)[1]] = True  # first occurrence of each id
@@ -592,36 +599,28 @@ class Segment:
         n_docs = int(kept.sum())
         idf = _lucene_idf_of(doc_freq, n_docs)
         mean_length = lengths.mean() if len(lengths) else 0.0
-        data = np.empty(entries, dtype=np.float32)
-        for start in range(0, entries, SCORE_BLOCK):
-            end = min(start + SCORE_BLOCK, entries)
-            term = _entry_columns(indptr, start, end)
-            data[start:end] = _scores(term, indices[start:end], tf[start:end], lengths, idf, mean_length)
         vocab[""] = n_terms  # bm25s's empty token, never queried
-        return cls(name=name, ids=ids[kept], vocab=vocab, data=data, indices=indices, indptr=indptr, tf=tf,
-                   lengths=lengths)
+
+        def scores() -> Iterator[np.ndarray]:
+            for start in range(0, entries, SCORE_BLOCK):
+                end = min(start + SCORE_BLOCK, entries)
+                term = _entry_columns(indptr, start, end)
+                yield _scores(term, indices[start:end], tf[start:end], lengths, idf, mean_length)
+
+        _save_segment(folder, {"ids": ids[kept], "indices": indices, "indptr": indptr, "tf": tf, "lengths": lengths},
+                      vocab, ("data", np.dtype(np.float32), entries, scores()))
+        return cls(name=folder.name, ids=ids[kept], vocab=vocab, **_mapped_arrays(folder))
 
     def save(self, folder: Path) -> None:
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            for name, array in (("ids", self.ids), ("data", self.data), ("indices", self.indices),
-                                ("indptr", self.indptr), ("tf", self.tf), ("lengths", self.lengths)):
-                _write_file(tmp / f"{name}.npy", np.asarray(array))
-            _write_file(tmp / "vocab.json", json.dumps(self.vocab, ensure_ascii=False).encode("utf-8"))
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half-written segment behind
-            raise
-        os.replace(tmp, folder)
+        _save_segment(folder, {"ids": self.ids, "data": self.data, "indices": self.indices, "indptr": self.indptr,
+                               "tf": self.tf, "lengths": self.lengths}, self.vocab)
 
     def mapped(self, folder: Path) -> Segment:
         """This segment with its arrays memory-mapped from ``folder``, where it was just
         saved, as a reader holds them: a writer kept every segment it built or merged
         in its own memory (at 1M chunks over half a GB, for as long as the backlog
         embeds).  Its ids and vocabulary stay as they are: the same, and in use."""
-        return replace(self, **{name: np.load(folder / f"{name}.npy", mmap_mode="r")
-                                for name in ("data", "indices", "indptr", "tf", "lengths")})
+        return replace(self, **_mapped_arrays(folder))
 
     @classmethod
     def load(cls, folder: Path) -> Segment:
@@ -680,15 +679,63 @@ class _Writes:
         return self.handle.write(data)
 
 
-def _write_file(path: Path, data: bytes | np.ndarray) -> None:
-    """Write (an array as ``.npy``) and fsync through Python's own file object."""
+def _write_file(path: Path, data: bytes | np.ndarray | tuple[np.dtype, int, Iterable[np.ndarray]]) -> None:
+    """Write (an array as ``.npy``, or one of ``(dtype, length, its blocks in
+    order)`` as its blocks come) and fsync through Python's own file object."""
     with open(path, "wb") as handle:
         if isinstance(data, np.ndarray):
             np.lib.format.write_array(_Writes(handle), np.asanyarray(data), allow_pickle=False)
+        elif isinstance(data, tuple):
+            dtype, length, blocks = data
+            np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                          "fortran_order": False, "shape": (length,)})
+            written = 0
+            for block in blocks:
+                handle.write(memoryview(np.ascontiguousarray(block, dtype=dtype)).cast("B"))
+                written += len(block)
+            if written != length:
+                raise ValueError(f"{path.name}: {written} values written, {length} announced")
         else:
             handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+_ARRAYS = ("data", "indices", "indptr", "tf", "lengths")  # a segment's arrays a reader maps
+
+
+def _save_segment(folder: Path, arrays: dict[str, np.ndarray], vocab: dict[str, int],
+                  streamed: tuple[str, np.dtype, int, Iterable[np.ndarray]] | None = None) -> None:
+    """A segment's files written into a fresh folder beside ``folder``, then moved to
+    it: ``arrays`` whole, ``streamed`` (name, dtype, length, blocks) as its blocks
+    come."""
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        for name, array in arrays.items():
+            _write_file(tmp / f"{name}.npy", np.asarray(array))
+        if streamed is not None:
+            name, dtype, length, blocks = streamed
+            _write_file(tmp / f"{name}.npy", (dtype, length, blocks))
+        _write_file(tmp / "vocab.json", json.dumps(vocab, ensure_ascii=False).encode("utf-8"))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half-written segment behind
+        raise
+    os.replace(tmp, folder)
+
+
+def _mapped_arrays(folder: Path) -> dict[str, np.ndarray]:
+    return {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+
+
+def _stored_mask(segments: Sequence[Segment], still_stored: Callable[[Sequence[str]], Container[str]]) -> np.ndarray:
+    """Which of ``segments``' ids, in turn, the table still holds.  Its own function:
+    the ids as Python strings (~70 MB at a first index's last merge of 1M chunks) are
+    gone before the merge allocates its arrays."""
+    ids = np.concatenate([s.ids for s in segments]).tolist()
+    stored = still_stored(ids)
+    return np.fromiter((i in stored for i in ids), dtype=bool, count=len(ids))
 
 
 class LexicalIndex:
@@ -826,10 +873,7 @@ class LexicalIndex:
             segments.append(Segment.build(self._new_name(), ids, texts, counted))
         while len(segments) >= 2 and segments[-1].n_docs >= MERGE_RATIO * segments[-2].n_docs:
             pair = segments[-2:]
-            merged_ids = np.concatenate([s.ids for s in pair]).tolist()
-            stored = still_stored(merged_ids)
-            keep = np.fromiter((i in stored for i in merged_ids), dtype=bool, count=len(merged_ids))
-            segments[-2:] = [Segment.merged(self._new_name(), pair, keep)]
+            segments[-2:] = [Segment.merged(self.folder / self._new_name(), pair, _stored_mask(pair, still_stored))]
         self._commit(segments, table_version)
 
     def rebuild(self, ids: Sequence[str], texts: Sequence[str], table_version: int) -> None:
