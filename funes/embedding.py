@@ -452,8 +452,13 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
     (onnxruntime's transformer optimizer: one Attention, SkipLayerNorm and Gelu op a
     layer) and then quantises every op it can, attention and the embedding tables
     included; without it only MatMul weights are quantised.  Neither step reads the
-    network; the optimizer imports torch, so the product runs this in a child
-    (:func:`quantise_embedding_onnx`).
+    network, and neither imports torch: the optimizer's first step, onnxruntime's
+    basic graph optimisation, is run here through a plain session, because
+    ``optimize_model`` imports torch for it (only to ask whether torch was built
+    for ROCm) and torch took the child deriving the embedding model from 0.7 to
+    1.1 GB; its Python fusions then run with ``opt_level=0``.  The same bytes as
+    ``optimize_model(opt_level=1)``, which does these two steps (compared with
+    ``cmp`` when this changed).
     """
     import logging
 
@@ -466,12 +471,18 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
         logging.disable(logging.WARNING)
         try:
             if fuse_bert:
+                import onnxruntime
                 from onnxruntime.transformers.optimizer import optimize_model
 
                 heads, hidden = fuse_bert
+                basic = onnxruntime.SessionOptions()  # what optimize_model's opt_level=1 sets
+                basic.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+                basic.optimized_model_filepath = str(Path(scratch) / "basic.onnx")
+                onnxruntime.InferenceSession(str(source), basic, providers=["CPUExecutionProvider"],
+                                             disabled_optimizers=["ConstantSharing"])
                 model = Path(scratch) / "fused.onnx"
-                optimize_model(str(source), model_type="bert", num_heads=heads, hidden_size=hidden,
-                               opt_level=1).save_model_to_file(str(model))
+                optimize_model(basic.optimized_model_filepath, model_type="bert", num_heads=heads,
+                               hidden_size=hidden, opt_level=0).save_model_to_file(str(model))
                 # Fused ops are outside the ONNX domain, where shape inference stops.
                 options = {"DefaultTensorType": 1}  # onnx.TensorProto.FLOAT
             ops = None if fuse_bert else ["MatMul"]
@@ -496,12 +507,12 @@ def cached_model(precision: str = "fp32") -> Path:
 
 def _in_child(call: str, *args: str, what: str) -> None:
     """Run ``funes.embedding.<call>(*args)`` in a new interpreter: deriving a model
-    imports torch (the export through transformers, the quantisation through
-    onnxruntime's graph optimizer), which then stays resident in whoever imported it.
-    A first `funes index` of 1M chunks held 615 MB more from the export on, for the
-    hours it embeds (BENCHMARKS.md, "Day zero", stop 22), and the quantisation's
-    imports kept 860 MB (stop 24).  Not a multiprocessing child, which would import
-    the caller's main module again."""
+    takes memory for seconds that would stay with whoever derived it: the export
+    imports torch and transformers (a first `funes index` of 1M chunks held 615 MB
+    more from the export on, for the hours it embeds: BENCHMARKS.md, "Day zero",
+    stop 22), the quantisation holds the graph several times over (0.7 GB at its
+    peak; when its optimizer still imported torch, 860 MB stayed: stop 24).  Not a
+    multiprocessing child, which would import the caller's main module again."""
     import subprocess
     import sys
 
