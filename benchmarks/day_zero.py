@@ -594,6 +594,7 @@ def _ms(summed: dict, key: str) -> str:
 
 def coverage_table(r: dict) -> list[str]:
     totals = {int(k): v["rows"] for k, v in r["tiers"].items()}
+    embedded_rows = {int(k): v.get("embedded_rows", 1) for k, v in r["tiers"].items()}  # keys: int, or str once stored
     tiers = sorted(totals)
     final_chunks = (r["after"] or {}).get("chunks", 0)
     lines = [f"| minute | chunks stored | {' | '.join(f'tier {t} ({TIER_LABELS.get(t, t)}) %' for t in tiers)} | "
@@ -613,8 +614,7 @@ def coverage_table(r: dict) -> list[str]:
             cells = ["(lexical pass)"] * len(tiers)
         else:
             # A tier neither owed nor given vectors is one the memory's policy leaves to BM25.
-            cells = ["BM25 only" if not s["pending_by_tier"].get(str(t)) and not
-                     (r.get("tiers") or {}).get(str(t), {}).get("embedded_rows", 1)
+            cells = ["BM25 only" if not s["pending_by_tier"].get(str(t)) and not embedded_rows[t]
                      else f"{100 * (totals[t] - s['pending_by_tier'].get(str(t), 0)) / totals[t]:.1f}" for t in tiers]
         rate = "—" if previous is None else \
             f"{(s['embedded'] - previous['status']['embedded']) / (p['t_s'] - previous['t_s']):.0f}"
