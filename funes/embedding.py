@@ -506,12 +506,11 @@ def cached_model(precision: str = "fp32") -> Path:
 
 
 def _in_child(call: str, *args: str, what: str) -> None:
-    """Run ``funes.embedding.<call>(*args)`` in a new interpreter: deriving a model
-    takes memory for seconds that would stay with whoever derived it: the export
-    imports torch and transformers (a first `funes index` of 1M chunks held 615 MB
-    more from the export on, for the hours it embeds: BENCHMARKS.md, "Day zero",
-    stop 22), the quantisation holds the graph several times over (0.7 GB at its
-    peak; when its optimizer still imported torch, 860 MB stayed: stop 24).  Not a
+    """Run ``funes.embedding.<call>(*args)`` in a new interpreter: the export imports
+    torch and transformers, which stay resident in whoever imports them (a first
+    `funes index` of 1M chunks held 615 MB more from the export on, for the hours it
+    embeds: BENCHMARKS.md, "Day zero", stop 22), and the quantisation peaks at 0.7 GB
+    for seconds (stop 26); a child gives all of it back when it exits.  Not a
     multiprocessing child, which would import the caller's main module again."""
     import subprocess
     import sys

@@ -509,7 +509,7 @@ def embed_backlog(
     chars_total = sum(counts.pending_chars_by_tier.values()) if counts else 0
     if counts and any(counts.pending_by_tier.get(tier) for tier in int8):
         # The int8 model now, before the first page, not when the backlog reaches tool
-        # results: deriving it (once per machine) takes a child of ~1.1 GB for seconds,
+        # results: deriving it (once per machine) takes a child of ~0.7 GB for seconds,
         # beside an indexer that has by then grown (at 1M chunks from ~0.95 GiB here to
         # 1.5-1.75 GiB within 26 minutes of tier 1; BENCHMARKS.md, "Day zero", stop 25).
         embedder.prepare(int8)
