@@ -102,6 +102,64 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     assert found >= 95, found
 
 
+def _ivf_partitions(memory_dir) -> list[int]:
+    """The vectors in each partition of the IVF index, its deltas summed."""
+    stats = lance.dataset(str(memory_dir / "chunks.lance")).stats.index_stats("vector_idx")
+    sizes = np.zeros(max(len(segment["partitions"]) for segment in stats["indices"]), dtype=int)
+    for segment in stats["indices"]:
+        sizes[:len(segment["partitions"])] += [p["size"] for p in segment["partitions"]]
+    return sizes.tolist()
+
+
+def test_an_ivf_pq_keeps_its_partition_size_as_vectors_grow(isolated_env, small_thresholds, monkeypatch):
+    """The IVF_PQ is built once, with a target size for its partitions: each refresh
+    splits the partitions new vectors swell and joins the ones left small, so a
+    first index's IVF_PQ, built at the threshold, still fits its vectors at the end
+    of the backlog (without a target Lance sized them by its own: 156 partitions of
+    40k vectors became 2 at the first refresh).  An IVF_PQ an older funes built
+    without one is rebuilt, by the backlog and by `funes maintain`, once."""
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory import store
+    from funes.memory.location import MemoryLocation, local_memory
+    from funes.memory.store import Memory
+
+    monkeypatch.setattr(store, "IVF_PARTITION_ROWS", 64)
+    memory_dir = isolated_env / ".funes" / "memory"
+    with open_writer(local_memory()) as writer:
+        for day in range(1, 19):  # a session a day, each its own fragment: a page gives vectors to a few
+            writer.add_chunks([chunk(f"s-day-{day}", turn, f"day {day} turn {turn}: the upload retried",
+                                     ts=f"2026-05-{day:02d}T10:00:{turn % 60:02d}.000Z") for turn in range(500)])
+        keep, did = writer.keep_indexes, []
+        writer.keep_indexes = lambda **kw: did.append(keep(**kw) or "") or did[-1]
+        embed_backlog(writer, HashEmbedder(), limit=2000)
+        assert _vector_index_type(memory_dir) == "IVF_PQ" and len(_ivf_partitions(memory_dir)) == 31
+        embed_backlog(writer, HashEmbedder())
+    assert sum("built IVF_PQ" in d for d in did) == 1, did
+    sizes = _ivf_partitions(memory_dir)
+    assert sum(sizes) == 9000 and len(sizes) >= 9000 // (4 * 64) and max(sizes) <= 4 * 64, sizes
+    memory = Memory.open(local_memory())
+    ids, vectors = _embedded(memory)
+    sample = np.random.default_rng(2).choice(len(ids), 100, replace=False)
+    assert sum(memory.vector_search(vectors[i], 1)[0][0] == ids[i] for i in sample) >= 95
+
+    older_dir = isolated_env / "older"
+    older = MemoryLocation(uri=str(older_dir), label="older")
+    with open_writer(older) as writer:
+        rows = _chunks("s-older", 3000)
+        writer.add_chunks(rows, HashEmbedder().embed([c.text for c in rows]))
+        writer.table.to_lance().create_index("vector", "IVF_PQ", name="vector_idx", metric="cosine",
+                                             num_partitions=16, num_sub_vectors=48)  # as funes 0.2 did
+        assert writer.maintain()["vector_index_built"]
+        assert len(_ivf_partitions(older_dir)) == 3000 // 64
+        assert not writer.maintain()["vector_index_built"]
+        writer.table.to_lance().create_index("vector", "IVF_PQ", name="vector_idx", metric="cosine", replace=True,
+                                             num_partitions=16, num_sub_vectors=48)
+        more = _chunks("s-newer", 200)
+        writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
+        assert writer.keep_indexes() == "built IVF_PQ, refreshed"
+        assert writer.keep_indexes() is None
+
+
 def _state(writer, column: str):
     return next(state for state in writer._index_states() if state.columns == (column,))
 

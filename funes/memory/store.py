@@ -93,6 +93,20 @@ EXACT_INDEX_PARTITIONS = 8
 # folding them into it pay: until then a search reads them flat, and a merge on ``id``
 # reads every id of the fragments the id index lost.
 INDEX_REFRESH_ROWS = 4096
+# The vectors an IVF_PQ partition holds, recorded in the index as its target size.
+# Lance's refresh (``optimize_indices``) keeps every partition between a quarter of
+# the target and four times it, joining and splitting them; an index built without
+# one gets Lance's own, and the first refresh joined 156 partitions of 40k vectors
+# into 2 (a synthetic table), a 1M first index's into 111 partitions of ~6.4k
+# vectors at 712k, where a search took 54.6 ms against 12.8 ms with 703 of ~1k
+# (BENCHMARKS.md, "Runs of 2026-12-03").
+IVF_PARTITION_ROWS = 1024
+# Vectors per partition an IVF_PQ's k-means trains on (Lance's default: 256).  Its
+# sample is the build's memory: building one over 720k vectors into 848 partitions
+# took +0.91 GiB and 68 s at 256, +0.46 GiB at 128, +0.25 GiB and 40 s at 64, the
+# same recall@10 against an exact search (BENCHMARKS.md, "Runs of 2026-12-03").  A
+# writer builds beside its embedder, ~1.4 GiB by then at 1M rows.
+IVF_SAMPLE_RATE = 64
 # Columns readers filter on, each given a BTREE once the table holds INDEX_REFRESH_ROWS
 # rows: ``id`` (the ranking columns of a recall's pool, the merge that fills in
 # vectors) and ``session_id`` (a recall's block splits and neighbours, ``get``, a
@@ -254,12 +268,26 @@ def vector_index_kind(embedded: int) -> str | None:
     return "IVF_FLAT" if embedded >= EXACT_INDEX_MIN_ROWS else None
 
 
+def ivf_pq_partitions(embedded: int) -> int:
+    """The partitions an IVF_PQ built over ``embedded`` vectors starts with: one per
+    :data:`IVF_PARTITION_ROWS` vectors, at least 16."""
+    return max(16, embedded // IVF_PARTITION_ROWS)
+
+
+def _kept_by_refreshes(vector: IndexState | None) -> bool:
+    """Whether the vector index is the one a memory keeps once large: an IVF_PQ with
+    :data:`IVF_PARTITION_ROWS` as its target, whose partitions each refresh splits and
+    joins as vectors are added."""
+    return vector is not None and vector.index_type == "IVF_PQ" and vector.target_partition_size == IVF_PARTITION_ROWS
+
+
 @dataclass(frozen=True)
 class IndexState:
     name: str
     columns: tuple[str, ...]
     index_type: str  # as Lance names it: BTree, IVF_FLAT, IVF_PQ
     uncovered_rows: int  # rows of fragments the index does not cover
+    target_partition_size: int | None = None  # an IVF index's, when it records one
 
 
 class Memory:
@@ -1116,8 +1144,9 @@ class MemoryWriter:
     def keep_indexes(self, *, vector_kind: bool = True) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given
         vectors.  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
-        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS`; which it needs is looked
-        at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
+        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS` (its partitions then kept
+        near :data:`IVF_PARTITION_ROWS` vectors by each refresh); which it needs is
+        looked at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
         looked (a page of the backlog, not a hook's turn: for a memory grown a few
         vectors at a time, `funes maintain` builds it).  A BTREE on each of
         :data:`SCALAR_INDEX_COLUMNS` once the table holds :data:`INDEX_REFRESH_ROWS` rows.
@@ -1132,12 +1161,10 @@ class MemoryWriter:
         done = []
         indexes = self._index_states()
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
-        if (vector_kind and (vector is None or vector.index_type != "IVF_PQ")
-                and self._vectors_uncounted >= INDEX_REFRESH_ROWS):
+        if vector_kind and not _kept_by_refreshes(vector) and self._vectors_uncounted >= INDEX_REFRESH_ROWS:
             self._vectors_uncounted = 0
             embedded = self.embedded_count()
-            wanted = vector_index_kind(embedded)
-            if wanted is not None and (vector is None or vector.index_type != wanted):
+            if self._vector_index_due(vector, embedded):
                 done.append(f"built {self._build_vector_index(embedded)}")
                 indexes = [state for state in indexes if state.columns != ("vector",)]  # new: covers every row
         missing = self._missing_scalar_indexes(indexes)
@@ -1153,6 +1180,17 @@ class MemoryWriter:
         if done:
             return_freed_memory()
         return ", ".join(done) or None
+
+    @staticmethod
+    def _vector_index_due(current: IndexState | None, embedded: int) -> bool:
+        """Whether the vector index is to be (re)built for ``embedded`` vectors: one is
+        wanted (:func:`vector_index_kind`) and there is none, or one of another kind, or
+        an IVF_PQ without :data:`IVF_PARTITION_ROWS` as its target (an older funes's,
+        whose partitions Lance sizes by its own)."""
+        wanted = vector_index_kind(embedded)
+        if wanted is None or _kept_by_refreshes(current):
+            return False
+        return current is None or current.index_type != wanted or wanted == "IVF_PQ"
 
     @staticmethod
     def _missing_scalar_indexes(indexes: Sequence[IndexState]) -> list[str]:
@@ -1174,7 +1212,8 @@ class MemoryWriter:
         dataset = self.table.to_lance()
         rows = dataset.count_rows()
         return [IndexState(index.name, tuple(index.field_names), index.index_type,
-                           max(0, rows - index.num_rows_indexed)) for index in dataset.describe_indices()]
+                           max(0, rows - index.num_rows_indexed), (index.details or {}).get("target_partition_size"))
+                for index in dataset.describe_indices()]
 
     def _build_vector_index(self, embedded: int) -> str:
         """(Re)build the vector index for ``embedded`` rows with vectors: the kind
@@ -1190,10 +1229,8 @@ class MemoryWriter:
         options: dict[str, Any]
         if kind == "IVF_PQ":
             dim = self.table.schema.field("vector").type.list_size
-            # sqrt(n) partitions, but at least 256 vectors each: Lance trains no more
-            # than that (and warns), so up to 65k vectors the cap is the real count.
-            partitions = max(16, min(int(np.sqrt(embedded)), embedded // 256))
-            options = {"num_partitions": partitions, "num_sub_vectors": max(1, dim // 8)}
+            options = {"num_partitions": ivf_pq_partitions(embedded), "target_partition_size": IVF_PARTITION_ROWS,
+                       "num_sub_vectors": max(1, dim // 8), "sample_rate": IVF_SAMPLE_RATE}
         else:
             options = {"num_partitions": EXACT_INDEX_PARTITIONS}
         self.table.to_lance().create_index("vector", str(kind), name="vector_idx", metric="cosine", replace=True,
@@ -1294,8 +1331,7 @@ class MemoryWriter:
         self._build_scalar_indexes(self._missing_scalar_indexes(self._index_states()))
         embedded = int(self.table.count_rows("vector IS NOT NULL"))
         current = next((state for state in self._index_states() if state.columns == ("vector",)), None)
-        wanted = vector_index_kind(embedded)
-        vector_index = wanted is not None and (current is None or current.index_type != wanted)
+        vector_index = self._vector_index_due(current, embedded)
         if vector_index:
             self._build_vector_index(embedded)
         self.table.optimize()
