@@ -30,3 +30,26 @@ for _name in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY"):
 for _name in ("LANCE_LOG", "LANCEDB_LOG"):
     os.environ.setdefault(_name, "error")
 del _name
+
+
+def _limit_malloc_arenas(arenas: int = 2) -> None:
+    """At most ``arenas`` glibc malloc arenas in this process and those it starts.
+    glibc gives threads arenas of their own, up to 8 per core, and keeps what each
+    frees for reuse in it: Lance's reader and writer threads spread a backlog's
+    pages over all of them, and the writer of a 1M-row memory held 0.9 GiB of heap
+    between pages with the default, ~0.4 GiB with two (BENCHMARKS.md, "Runs of
+    2026-12-03 (stop 27)").  ``mallopt`` covers this process from here on (its
+    threads are not started yet), the variable the processes it starts; a value the
+    user set is kept.  Not glibc (macOS, musl): nothing to set."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    os.environ["MALLOC_ARENA_MAX"] = str(arenas)
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
+
+
+_limit_malloc_arenas()
