@@ -94,18 +94,18 @@ EXACT_INDEX_PARTITIONS = 8
 # reads every id of the fragments the id index lost.
 INDEX_REFRESH_ROWS = 4096
 # The vectors an IVF_PQ partition holds, recorded in the index as its target size.
-# Lance's refresh (``optimize_indices``) keeps every partition between a quarter of
-# the target and four times it, joining and splitting them; an index built without
-# one gets Lance's own, and the first refresh joined 156 partitions of 40k vectors
-# into 2 (a synthetic table), a 1M first index's into 111 partitions of ~6.4k
-# vectors at 712k, where a search took 54.6 ms against 12.8 ms with 703 of ~1k
-# (BENCHMARKS.md, "Runs of 2026-12-03").
+# Lance's refresh (``optimize_indices``) joins partitions under a quarter of the
+# target and splits those over four times it.  Built without one, the index got
+# Lance's own: a 1M backlog's 128 partitions became 10 at the first refresh and 66
+# (~11k vectors each) by 720k vectors, where a vector search took 34.0 ms p50; with
+# this target, 605 partitions and 12.2 ms (BENCHMARKS.md, "Runs of 2026-12-03
+# (stop 27)").
 IVF_PARTITION_ROWS = 1024
 # Vectors per partition an IVF_PQ's k-means trains on (Lance's default: 256).  Its
 # sample is the build's memory: building one over 720k vectors into 848 partitions
-# took +0.91 GiB and 68 s at 256, +0.46 GiB at 128, +0.25 GiB and 40 s at 64, the
-# same recall@10 against an exact search (BENCHMARKS.md, "Runs of 2026-12-03").  A
-# writer builds beside its embedder, ~1.4 GiB by then at 1M rows.
+# took +0.91 GiB and 68 s at 256, +0.46 GiB at 128, +0.25 GiB and 40 s at 64; on the
+# 28,672 real vectors of the day-zero memory its hits were as near as at 256
+# (BENCHMARKS.md, "Runs of 2026-12-03 (stop 27)").
 IVF_SAMPLE_RATE = 64
 # Columns readers filter on, each given a BTREE once the table holds INDEX_REFRESH_ROWS
 # rows: ``id`` (the ranking columns of a recall's pool, the merge that fills in
