@@ -14,13 +14,16 @@ come from a stand-in that costs nothing (unit vectors around 64 random centres,
 the same for the same text), so its minutes go to the writer, not to MiniLM; what
 the real embedder adds, its ONNX sessions, is constant and measured with the
 day-zero runs.  This process's RSS is sampled every 0.25 s; each page reports the
-vectors stored, the RSS then and the largest since the page before, and what
-``keep_indexes`` did.  Printed as a markdown table.
+vectors stored, the RSS then (and of it the heap, RssAnon, and the mapped files,
+RssFile, which the kernel can drop), the largest since the page before, the
+vector index's partitions, and what ``keep_indexes`` did; at the end, how
+long a vector search takes.  Printed as a markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import threading
@@ -37,13 +40,53 @@ from report import machine  # noqa: E402
 
 from funes.indexing import embed_backlog, open_writer  # noqa: E402
 from funes.memory.location import MemoryLocation  # noqa: E402
+from funes.memory.store import Memory  # noqa: E402
+
+# index_stats would serialise every centroid, and warn that it does, without this.
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 
-def rss_bytes() -> int:
+def rss_bytes(field: str = "VmRSS") -> int:
+    """This process's resident memory (``field``: VmRSS, or of it RssAnon, the heap,
+    and RssFile, mapped files the kernel can drop and read again)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def ivf_partitions(writer) -> str:
+    """The vector index's partitions, its deltas' counted once; — before an IVF one."""
+    dataset = writer.table.to_lance()
+    if not any(index.name == "vector_idx" for index in dataset.describe_indices()):
+        return "—"
+    segments = dataset.stats.index_stats("vector_idx")["indices"]
+    return f"{max((len(segment.get('partitions', [])) for segment in segments), default=0):,}"
+
+
+def search_ms(location: MemoryLocation) -> tuple[float, float]:
+    """p50 and p95 of ``Memory.vector_search`` (k 30, as recall asks), warm: the first
+    20 queries of `benchmarks/recall_latency.py`, embedded by the product's query
+    embedder, three times in a fresh reader, the first pass not counted."""
+    from recall_latency import QUERIES
+
+    from funes.embedding import load_embedder
+
+    memory = Memory.open(location)
+    queries = load_embedder(for_queries=True).embed(QUERIES[:20])
+    times = []
+    for round_ in range(3):
+        for query in queries:
+            started = time.perf_counter()
+            memory.vector_search(query, 30)
+            if round_:
+                times.append((time.perf_counter() - started) * 1000)
+    return float(np.percentile(times, 50)), float(np.percentile(times, 95))
+
+
+def resident() -> str:
+    """The RSS now, GiB, with its heap and mapped-file parts."""
+    return " / ".join(f"{rss_bytes(field) / 2**30:.2f}" for field in ("VmRSS", "RssAnon", "RssFile"))
 
 
 class StandInEmbedder:
@@ -102,7 +145,7 @@ def main() -> int:
         total_rows = writer.table.count_rows()
         before = writer.embedded_count()
         start_rss = rss_bytes()
-        print(f"{total_rows:,} rows, {before:,} with a vector; RSS {start_rss / 2**30:.2f} GiB", file=sys.stderr)
+        print(f"{total_rows:,} rows, {before:,} with a vector; RSS / heap / files {resident()} GiB", file=sys.stderr)
         keep = writer.keep_indexes
         pages = [0]
 
@@ -111,19 +154,22 @@ def main() -> int:
             pages[0] += 1
             if (what and what != "refreshed") or pages[0] % 10 == 0:
                 rows.append(f"| {(time.monotonic() - started) / 60:.1f} | {writer.embedded_count():,} | "
-                            f"{rss_bytes() / 2**30:.2f} | {sampler.take() / 2**30:.2f} | {what or '—'} |")
+                            f"{resident()} | {sampler.take() / 2**30:.2f} | {ivf_partitions(writer)} | {what or '—'} |")
                 print(rows[-1], file=sys.stderr, flush=True)
             return what
 
         writer.keep_indexes = kept
-        dim = writer.table.schema.field("vector").type.list_size
-        done = embed_backlog(writer, StandInEmbedder(dim), limit=args.vectors, budget_s=args.minutes * 60)
+        embedder = StandInEmbedder(writer.table.schema.field("vector").type.list_size)
+        done = embed_backlog(writer, embedder, limit=args.vectors, budget_s=args.minutes * 60)
     sampler.running = False
+    p50, p95 = search_ms(location)
     print(f"{machine()}; {total_rows:,} rows, {before:,} with a vector at the start, RSS then"
           f" {start_rss / 2**30:.2f} GiB; {done:,} vectors stored in {(time.monotonic() - started) / 60:.1f} min;"
-          f" largest RSS sampled {sampler.peak / 2**30:.2f} GiB\n")
-    print("| minute | rows with a vector | RSS GiB | largest since the row before, GiB | keep_indexes did |")
-    print("| --- | --- | --- | --- | --- |")
+          f" largest RSS sampled {sampler.peak / 2**30:.2f} GiB; then a vector search (k 30, warm) {p50:.1f} ms p50,"
+          f" {p95:.1f} ms p95\n")
+    print("| minute | rows with a vector | RSS / of it heap / mapped files, GiB | largest RSS since the row before, GiB"
+          " | IVF partitions | keep_indexes did |")
+    print("| --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))
     return 0
 
