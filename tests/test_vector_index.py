@@ -148,7 +148,7 @@ def test_an_ivf_pq_keeps_its_partition_size_as_vectors_grow(isolated_env, small_
         rows = _chunks("s-older", 3000)
         writer.add_chunks(rows, HashEmbedder().embed([c.text for c in rows]))
         writer.table.to_lance().create_index("vector", "IVF_PQ", name="vector_idx", metric="cosine",
-                                             num_partitions=16, num_sub_vectors=48)  # as funes 0.2 did
+                                             num_partitions=16, num_sub_vectors=48)  # as funes built it before: no target
         assert writer.maintain()["vector_index_built"]
         assert len(_ivf_partitions(older_dir)) == 3000 // 64
         assert not writer.maintain()["vector_index_built"]
