@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from funes.memory.location import MemoryLocation
 from funes.memory.store import BACKLOG_PAGE, MemoryWriter
 from funes.traces import parse_unit, session_key
 from funes.traces.model import ParseWarning, Session, SourceUnit
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Chunks written per Lance commit during a bulk index (fewer, larger fragments).
 FLUSH_CHUNKS = 4096
@@ -343,9 +346,11 @@ def prepare_unit(unit: SourceUnit, include_thinking: bool = True,
     return item
 
 
-def _worker_start() -> None:
+def _worker_start(parent: int) -> None:
     # Ctrl-C reaches the whole process group: the parent alone decides, and stops the
-    # workers; a worker whose parent is killed outright is ended with it (Linux).
+    # workers; a worker whose parent is killed outright is ended with it (Linux).  A
+    # parent killed while this worker was still starting, before the death signal was
+    # asked for, would leave it waiting on the pool's queue for ever: it ends itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
@@ -353,7 +358,9 @@ def _worker_start() -> None:
         try:
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
-            pass
+            return
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def pool_size(units: Sequence[SourceUnit], workers: int) -> int:
@@ -378,7 +385,13 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
     one per :data:`POOL_BYTES_PER_WORKER` of transcripts) by a pool of spawned
     processes working ahead of the caller, stopped when the caller stops reading.
     Units whose session is not among ``known_sessions`` (the table's) come with
-    their term counts (None: none do)."""
+    their term counts (None: none do).
+
+    A worker that dies (killed for memory, a crash in a parser's native code) takes
+    with it the units it held, and the pool cannot say which: the units in flight
+    are prepared again, each in a process of its own, and one whose process dies
+    again is reported as unreadable now (retried next run), then a new pool goes on
+    with the rest.  Without this the index would wait forever for the lost units."""
     workers = pool_size(units, workers)
 
     def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool]:
@@ -388,30 +401,76 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
         for unit in units:
             yield unit, prepare_unit(*arguments(unit))
         return
-    import multiprocessing
     from collections import deque
+    from concurrent.futures.process import BrokenProcessPool
 
     from funes.redaction import get_scanner
 
     get_scanner()  # compiled once here, so workers load the rules from the cache, not compile them each
-    pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_worker_start)
-    try:
-        pending: deque = deque()
-        queued = iter(units)
+    pool = _worker_pool(workers)
+    pending: deque = deque()
+    queued = iter(units)
+
+    def submit_ahead() -> None:
         for unit in queued:
-            pending.append((unit, pool.apply_async(prepare_unit, arguments(unit))))
+            pending.append((unit, pool.submit(prepare_unit, *arguments(unit))))
             if len(pending) >= workers * POOL_AHEAD_PER_WORKER:
                 break
+
+    try:
+        submit_ahead()
         while pending:
             unit, result = pending.popleft()
-            for later in queued:
-                pending.append((later, pool.apply_async(prepare_unit, arguments(later))))
-                break
-            yield unit, result.get()
-        pool.close()
-        pool.join()
+            try:
+                item = result.result()
+            except BrokenProcessPool:
+                _stop_pool(pool)
+                lost = [unit, *(later for later, _ in pending)]
+                pending.clear()
+                for lost_unit in lost:
+                    yield lost_unit, _prepare_alone(lost_unit, arguments(lost_unit))
+                pool = _worker_pool(workers)
+                submit_ahead()
+                continue
+            submit_ahead()
+            yield unit, item
+        pool.shutdown()
     finally:
-        pool.terminate()  # an error, Ctrl-C or a caller that stopped early: no worker outlives this
+        _stop_pool(pool)  # an error, Ctrl-C or a caller that stopped early: no worker outlives this
+
+
+def _worker_pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                               initargs=(os.getpid(),))
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down now: its workers are ended, not left to finish the units
+    they hold (``shutdown`` alone waits for those; Python 3.14's ``terminate_workers``
+    is what this does, and until then the processes are reachable only here)."""
+    for process in list((pool._processes or {}).values()):
+        process.terminate()
+    pool.shutdown(cancel_futures=True)
+
+
+def _prepare_alone(unit: SourceUnit, arguments: tuple[SourceUnit, bool, bool]) -> SessionChunks | SessionReport:
+    """:func:`prepare_unit` in a process of its own, for a unit that was in a worker
+    when it died: its item, or if this process dies too, the report that it cannot
+    be read now."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _worker_pool(1)
+    try:
+        return pool.submit(prepare_unit, *arguments).result()
+    except BrokenProcessPool:
+        return unreadable(unit, TraceReadError(
+            f"cannot read {unit.path}: the process parsing it ended abruptly (killed, out of memory, or a crash "
+            "in its parser)"))
+    finally:
+        _stop_pool(pool)
 
 
 def index_units(

@@ -6,10 +6,12 @@ funes indexes, recalls and wires like a built-in one."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -244,23 +246,30 @@ def build_package(folder: Path, name: str, entry: str, module: str, source: str)
     return folder
 
 
-@pytest.fixture
-def installed_plugins(tmp_path, monkeypatch):
-    """The toy agent and a broken one, built and pip-installed into a folder on
-    sys.path for this test only; the registry is reloaded around it."""
-    site = tmp_path / "site"
-    packages = [build_package(tmp_path / "toy", "funes-agent-toy", "toy", "funes_agent_toy", TOY),
-                build_package(tmp_path / "broken", "funes-agent-broken", "broken", "funes_agent_broken",
-                              'raise ImportError("needs libtoy, which is not installed")\n')]
+def install_packages(site: Path, packages: list[Path], monkeypatch) -> Iterator[Path]:
+    """``packages`` pip-installed into ``site``, a folder on sys.path (and on the
+    path of the processes this test starts) for one test; the registry is reloaded
+    around it."""
     for package in packages:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                         "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
     monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     all_agents.cache_clear()
     yield site
     all_agents.cache_clear()
-    for module in [name for name in sys.modules if name.startswith(("funes_agent_toy", "funes_agent_broken"))]:
+    modules = {path.stem for path in site.glob("*.py")}
+    for module in [name for name in sys.modules if name.split(".")[0] in modules]:
         del sys.modules[module]
+
+
+@pytest.fixture
+def installed_plugins(tmp_path, monkeypatch):
+    """The toy agent and a broken one."""
+    yield from install_packages(tmp_path / "site", [
+        build_package(tmp_path / "toy", "funes-agent-toy", "toy", "funes_agent_toy", TOY),
+        build_package(tmp_path / "broken", "funes-agent-broken", "broken", "funes_agent_broken",
+                      'raise ImportError("needs libtoy, which is not installed")\n')], monkeypatch)
 
 
 @pytest.mark.slow
@@ -331,6 +340,79 @@ def test_a_plugin_that_fails_at_run_time_costs_only_its_own_sessions(installed_p
     assert result.code == 1
     assert "error: agent plugin 'toy' failed to parse" in result.err and "KeyError" in result.err
     assert "indexed 2 of 2 session(s): 3 turns" in result.err  # Claude's session is in
+
+
+# The toy agent again, under another name, whose parser crashes its process (as native
+# code in a parser can) on a session named "segfault...".
+CRASHY = TOY + '''
+
+    import os
+    import signal
+
+
+    class Crashy(Toy):
+        name = "crashy"
+        harness = "crashy_agent"
+        label = "Crashy Agent"
+        aliases = ()
+        home_env = "CRASHY_HOME"
+        home_default = ".crashy"
+
+        def parse(self, unit):
+            if unit.session_id.startswith("segfault"):
+                os.kill(os.getpid(), signal.SIGSEGV)
+            return super().parse(unit)
+
+
+    AGENT = Crashy()
+'''
+
+# `funes index` with every unit set paying for a pool of workers, as a big history does.
+INDEX_IN_WORKERS = "from funes import indexing; indexing.POOL_BYTES_PER_WORKER = 1; " \
+                   "from funes.cli.main import main; main()"
+
+
+@pytest.fixture
+def crashing_plugin(tmp_path, monkeypatch):
+    yield from install_packages(tmp_path / "site", [
+        build_package(tmp_path / "crashy", "funes-agent-crashy", "crashy", "funes_agent_crashy", CRASHY)], monkeypatch)
+
+
+@pytest.mark.slow
+def test_a_parser_that_kills_its_worker_costs_only_its_own_session_and_the_index_ends(crashing_plugin, isolated_env,
+                                                                                      monkeypatch):
+    chats = isolated_env / "crashy-home" / "chats"
+    monkeypatch.setenv("CRASHY_HOME", str(chats.parent))
+    monkeypatch.setenv("FUNES_INDEX_WORKERS", "2")
+    names = ["a", "b", "segfault-1", "c", "d", "e", "f", "g"]
+    for name in names:
+        write(chats / f"{name}.chat.jsonl", json.dumps({"id": "t1", "text": f"the {name}-marmot question"}) + "\n")
+    copy_fixture("claude_session.jsonl", isolated_env / ".claude" / "projects" / "p")
+
+    def index() -> subprocess.CompletedProcess:
+        # In a process of its own: a parse in this one would crash pytest, a hang fails.
+        return subprocess.run([sys.executable, "-c", INDEX_IN_WORKERS, "index", "--yes"], capture_output=True,
+                              text=True, timeout=300)
+
+    first = index()
+    assert first.returncode == 1, first.stderr
+    crashed = chats / "segfault-1.chat.jsonl"
+    [error] = [line for line in first.stderr.splitlines() if "ended abruptly" in line]
+    assert str(crashed) in error, first.stderr
+    assert "Traceback" not in first.stderr
+    claude_turns = 3
+    assert f"indexed {len(names) + 1} of {len(names) + 1} session(s): {len(names) - 1 + claude_turns} turns" \
+        in first.stderr, first.stderr
+    for name in [name for name in names if name != "segfault-1"]:
+        found = funes("recall", f"{name}-marmot", "--harness", "crashy_agent", "--no-rerank", "--json")
+        assert found.code == 0, found.err
+        assert f"the {name}-marmot question" in {hit["text"] for hit in json.loads(found.out)}
+
+    # The unit that could not be read is tried again beside a new one, the rest are not.
+    write(chats / "h.chat.jsonl", json.dumps({"id": "t1", "text": "the h-marmot question"}) + "\n")
+    again = index()
+    assert again.returncode == 1 and str(crashed) in again.stderr
+    assert f"indexed 2 of {len(names) + 2} session(s): 1 turns" in again.stderr, again.stderr
 
 
 # ---------------------------------------------------------------------------------------- hook payloads
