@@ -25,25 +25,27 @@ def _fetcher(ids, texts):
 
 
 @pytest.mark.parametrize("query", ["lance fragment manifest", "secret token redact", "hook cursor", "zebra"])
-def test_segments_rank_like_a_single_index(tmp_path, query):
+def test_segments_score_like_a_single_index(tmp_path, query):
     ids, texts = _corpus(600)
     fetch = _fetcher(ids, texts)
     segmented = LexicalIndex.open(tmp_path / "seg")
-    # Batches of decreasing size, so LSM merging leaves several segments behind.
+    # Batches of decreasing size, so merging leaves several segments behind.
     for start, end in ((0, 400), (400, 500), (500, 560), (560, 590), (590, 600)):
         segmented.add(ids[start:end], texts[start:end], end, fetch)
     single = LexicalIndex.open(tmp_path / "one")
     single.rebuild(ids, texts, 1)
     assert len(segmented.segments) > 1
-    got = segmented.search(query, 10)
-    want = single.search(query, 10)
+    got = dict(segmented.search(query, len(ids)))
+    want = dict(single.search(query, len(ids)))
     if query == "zebra":
-        assert got == want == []
+        assert got == want == {}
         return
-    # Global IDF makes scores agree closely; only length normalisation differs.
-    assert [g[0] for g in got[:5]] == [w[0] for w in want[:5]]
-    for (_, got_score), (_, want_score) in zip(got[:5], want[:5]):
-        assert got_score == pytest.approx(want_score, rel=0.05)
+    # Global IDF makes every document's score agree closely; only length normalisation
+    # differs (each segment's own mean length), which can swap near ties in the
+    # ranking of a corpus of 24 words, so scores are compared, not places.
+    assert got.keys() == want.keys()
+    for chunk, score in want.items():
+        assert got[chunk] == pytest.approx(score, rel=0.05)
 
 
 def test_merging_keeps_every_live_document_and_drops_deleted_ones(tmp_path):
@@ -61,6 +63,36 @@ def test_merging_keeps_every_live_document_and_drops_deleted_ones(tmp_path):
     reopened = LexicalIndex.open(tmp_path)
     assert reopened.table_version == 180
     assert set(reopened.covered_ids().tolist()) == covered
+
+
+def test_a_document_is_merged_again_once_per_level_it_climbs(tmp_path, monkeypatch):
+    """Equal writes (a bulk index's flushes) are merged by levels: a memory of 64
+    writes holds one segment, each document merged three times, not once per
+    write after it (a first index of 300k chunks spent a third of its writer's
+    time merging, each chunk 7.1 times)."""
+    from funes.memory import lexical
+
+    flush = lexical.MERGE_FLOOR
+    ids, texts = _corpus(64 * flush)
+    fetch = _fetcher(ids, texts)
+    merged_docs = []
+    merged = lexical.Segment.merged.__func__
+
+    def counting(cls, folder, segments, keep=None):
+        merged_docs.append(sum(s.n_docs for s in segments))
+        return merged(cls, folder, segments, keep)
+
+    monkeypatch.setattr(lexical.Segment, "merged", classmethod(counting))
+    index = LexicalIndex.open(tmp_path)
+    most = 0
+    for start in range(0, len(ids), flush):
+        index.add(ids[start:start + flush], texts[start:start + flush], start, fetch)
+        most = max(most, len(index.segments))
+    assert [s.n_docs for s in index.segments] == [len(ids)]
+    assert sum(merged_docs) == 3 * len(ids)  # 64 → 256 → 1,024 → 4,096 documents a segment
+    assert most <= 3 * (lexical.MERGE_FACTOR - 1) + 1
+    assert sorted(index.search("lance fragment", len(ids))) == sorted(
+        LexicalIndex(None, [lexical.Segment.build("one", ids, texts)], 0).search("lance fragment", len(ids)))
 
 
 def test_a_writer_holds_its_segments_as_their_files_not_in_its_own_memory(tmp_path):
