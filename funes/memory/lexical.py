@@ -5,10 +5,10 @@ scores) but cannot add documents to it.  So the index is a list of segments, eac
 a saved bm25s index over the chunks written together, plus their chunk ids:
 
 * adding chunks writes a new segment whose cost is proportional to the new chunks
-  (then small neighbouring segments are merged, log-structured, so a memory
-  holds O(log n) segments); a segment keeps its entries' term counts and its
-  documents' lengths, so a merge scores from them with numpy and never reads or
-  tokenizes a document again (:meth:`Segment.merged`);
+  (then the last segments, four of like size at a time, are merged: see
+  :data:`MERGE_FACTOR`; a memory holds O(log n) segments); a segment keeps its
+  entries' term counts and its documents' lengths, so a merge scores from them
+  with numpy and never reads or tokenizes a document again (:meth:`Segment.merged`);
 * a query scores every segment with **global** statistics: bm25s bakes each
   segment's own IDF into its matrix, so each term's column is rescaled by
   ``idf_global / idf_segment`` (document frequencies are the matrix's column
