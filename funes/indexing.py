@@ -391,7 +391,8 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
     with it the units it held, and the pool cannot say which: the units in flight
     are prepared again, each in a process of its own, and one whose process dies
     again is reported as unreadable now (retried next run), then a new pool goes on
-    with the rest.  Without this the index would wait forever for the lost units."""
+    with the rest (units a worker had finished keep their item).  Without this the
+    index would wait forever for the lost units."""
     workers = pool_size(units, workers)
 
     def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool]:
@@ -425,10 +426,13 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
                 item = result.result()
             except BrokenProcessPool:
                 _stop_pool(pool)
-                lost = [unit, *(later for later, _ in pending)]
+                in_flight = list(pending)
                 pending.clear()
-                for lost_unit in lost:
-                    yield lost_unit, _prepare_alone(lost_unit, arguments(lost_unit))
+                yield unit, _prepare_alone(unit, arguments(unit))
+                for later, future in in_flight:  # those finished before the break keep their item
+                    finished = (future.done() and not future.cancelled()
+                                and not isinstance(future.exception(), BrokenProcessPool))
+                    yield later, future.result() if finished else _prepare_alone(later, arguments(later))
                 pool = _worker_pool(workers)
                 submit_ahead()
                 continue
