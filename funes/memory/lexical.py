@@ -82,7 +82,7 @@ DOCUMENT_COLUMNS = ("id", "session_id", "seq", "block_idx", "split_idx", "block_
 # Segments are merged by levels (Lucene's log merge policy): a segment of n documents
 # is at level floor(log_F(n / MERGE_FLOOR)), and the last MERGE_FACTOR segments are
 # merged into one when they are all at one level.  A document is merged again about
-# once per level it climbs (a first index of 300k chunks: each 2.7 times, against 7.1
+# once per level it climbs (simulated over a 300k first index's 74 flushes: each 2.7 times, against 7.1
 # when a segment was merged into its predecessor once it held a quarter of it), and
 # a memory holds at most MERGE_FACTOR - 1 segments a level.  The floor keeps a
 # hook's few chunks from reaching a bulk flush's level.
