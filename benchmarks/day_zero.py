@@ -739,6 +739,11 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="Replace the `## Day zero` section of BENCHMARKS.md.")
     ap.add_argument("--report-only", action="store_true", help="Render the stored runs; run nothing.")
     args = ap.parse_args()
+    # Started in the background of a shell without job control (`nohup ... &`), this
+    # process inherits SIGINT ignored, and so would the indexer: its Ctrl-C would do
+    # nothing (the 314953d and stop-30 runs).  A handler of our own is reset to the
+    # default in the children at exec, as a terminal's Ctrl-C would find them.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     runs = load_runs()
     if not args.report_only:
         RUNS.parent.mkdir(parents=True, exist_ok=True)
