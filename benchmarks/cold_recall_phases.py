@@ -28,9 +28,11 @@ def main(query: str) -> None:
 
     started = clock()
     from funes.cli.main import _register, run
+    from funes.cli.recall_cmd import preload_query_embedder
 
     _register("recall")
     record("import the CLI and the recall command", started)
+    preload_query_embedder(["recall", query])  # as main() does, before parsing
     from funes.memory.store import Memory
     from funes.retrieval import access, search
 

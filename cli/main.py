@@ -147,9 +147,14 @@ def main() -> None:
     """The `funes` program (its console script, `python -m funes.cli`): :func:`run`
     over the command line, then the exit."""
     args = sys.argv[1:]
-    if _command_named(args) not in QUICK_EXIT_COMMANDS:
+    command = _command_named(args)
+    if command not in QUICK_EXIT_COMMANDS:
         run(args)
         return
+    if command == "recall":
+        from funes.cli.recall_cmd import preload_query_embedder
+
+        preload_query_embedder(args)
     try:
         run(args)
         code = 0

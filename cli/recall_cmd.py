@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from concurrent.futures import Future
 from pathlib import Path
 
 import typer
@@ -24,6 +26,26 @@ from funes.cli.options import (
     WORKDIR,
 )
 from funes.errors import FunesError, UsageError, bounded_int, positive_number
+
+# The query embedder main() started loading before the command line was parsed.
+_preloaded_embedder: Future | None = None
+
+
+def preload_query_embedder(argv: list[str]) -> None:
+    """Start loading the query embedder before ``argv`` is parsed, in a `funes recall`
+    process that main() ends with os._exit: nothing waits for a load it did not use.
+    Its ~0.4 s (onnxruntime, the tokenizer, a session whose creation holds no GIL)
+    then runs beside typer's parsing, the Lance import and the memory's open instead
+    of after them.  Not for help, nor when ``--fusion`` or ``FUNES_FUSION`` may turn
+    vectors off (the command decides once it has parsed them), nor before the model
+    is exported (seconds of torch that a recall refused for its memory must not pay)."""
+    global _preloaded_embedder
+    from funes.embedding import loading_query_embedder, query_model_cached
+
+    if os.environ.get("FUNES_FUSION") or any(arg in ("-h", "--help") or arg.startswith("--fusion") for arg in argv):
+        return
+    if query_model_cached():
+        _preloaded_embedder = loading_query_embedder()
 
 
 @app.command("recall")
@@ -51,12 +73,13 @@ def recall_command(
                                help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
+    from funes.embedding import loading_query_embedder, query_model_cached
     from funes.retrieval.access import open_memory
     from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
-    from funes.retrieval.search import Recaller, loading_query_embedder, query_model_cached
+    from funes.retrieval.search import Recaller
 
     if batch is None and query is None:
         raise UsageError("missing QUERY (or --batch FILE)")
@@ -75,7 +98,9 @@ def recall_command(
     # first run exports it (seconds of torch), which a recall refused for its memory
     # (none yet, a damaged one) must not wait for at exit; Recaller.open then starts
     # the loading once the memory is known good.
-    embedder = loading_query_embedder() if how.uses_dense and query_model_cached() else None
+    embedder = None
+    if how.uses_dense and query_model_cached():
+        embedder = _preloaded_embedder or loading_query_embedder()
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how, embedder=embedder)
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     try:

@@ -33,7 +33,7 @@ import tempfile
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -698,3 +698,20 @@ def load_embedder(device: str | None = None, *, for_queries: bool = False) -> Em
     if resolve_device(device, for_queries=for_queries) == "cuda":
         return SentenceTransformersEmbedder("cuda")
     return OnnxEmbedder()
+
+
+def query_model_cached() -> bool:
+    """Whether the query embedder's model is already derived (cached), so that
+    loading it is a session to create, not an export."""
+    return onnx_path().is_file()
+
+
+def loading_query_embedder() -> Future[Embedder]:
+    """The query embedder, loading in a thread.  Its onnxruntime session takes ~0.4 s
+    to create, mostly outside the GIL: a cold recall starts it first and parses its
+    arguments, opens the memory and runs its BM25 pass meanwhile."""
+    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-embedder")
+    try:
+        return loader.submit(load_embedder, for_queries=True)
+    finally:
+        loader.shutdown(wait=False)

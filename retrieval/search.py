@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -145,7 +145,7 @@ class Recaller:
         for BM25-only fusion) and, when available, the reranker.  ``fusion`` None:
         ``$FUNES_FUSION`` or the default.  ``embedder``: one already loading
         (:func:`loading_query_embedder`), else its loading starts here."""
-        from funes.embedding import IDENTITY
+        from funes.embedding import IDENTITY, loading_query_embedder
 
         fusion = fusion or Fusion.named(None)
         memory.require_rows()
@@ -279,27 +279,6 @@ class Recaller:
                     for r in rows
                     if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span and r["split_idx"] == 0
                 ]
-
-
-def query_model_cached() -> bool:
-    """Whether the query embedder's model is already derived (cached), so that
-    loading it is a session to create, not an export."""
-    from funes.embedding import onnx_path
-
-    return onnx_path().is_file()
-
-
-def loading_query_embedder() -> Future:
-    """The query embedder, loading in a thread.  Its onnxruntime session takes ~0.4 s
-    to create, mostly outside the GIL: a cold recall starts it first and opens the
-    memory, loads the reranker and runs its BM25 pass meanwhile."""
-    from funes.embedding import load_embedder
-
-    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-embedder")
-    try:
-        return loader.submit(load_embedder, for_queries=True)
-    finally:
-        loader.shutdown(wait=False)
 
 
 def _neg_ts(ts: str) -> str:

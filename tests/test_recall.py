@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from memory_helpers import LONG_SESSION
@@ -225,3 +226,31 @@ def test_a_recall_refused_for_its_memory_does_not_wait_for_a_first_model_export(
     assert result.returncode == 3, result.stderr
     assert result.stderr.startswith("funes: ") and "run funes index" in result.stderr
     assert not cache.exists() or not any(cache.iterdir())  # no export begun (torch writes its caches here)
+
+
+@pytest.mark.parametrize("argv, fusion_variable, loads", [
+    (["recall", "why did the build fail"], None, True),
+    (["recall", "why did the build fail", "--fusion", "lexical"], None, False),
+    (["recall", "--fusion=lexical", "why did the build fail"], None, False),
+    (["recall", "why did the build fail"], "lexical", False),
+    (["recall", "--help"], None, False),
+])
+def test_a_recall_loads_the_query_model_before_parsing_only_where_it_may_use_it(argv, fusion_variable, loads,
+                                                                                monkeypatch):
+    """main() starts loading the query embedder before typer parses the command
+    line (it then runs beside the parsing and the memory's open); a lexical recall
+    or a help page must not pay for a model it never runs."""
+    from funes.cli import recall_cmd
+    from funes.embedding import load_embedder
+
+    load_embedder(for_queries=True)  # the export, in the shared cache
+    monkeypatch.setattr(recall_cmd, "_preloaded_embedder", None)
+    if fusion_variable:
+        monkeypatch.setenv("FUNES_FUSION", fusion_variable)
+    recall_cmd.preload_query_embedder(argv)
+    if not loads:
+        assert recall_cmd._preloaded_embedder is None
+        return
+    preloaded = recall_cmd._preloaded_embedder.result(timeout=60)
+    np.testing.assert_array_equal(preloaded.embed(["why did the build fail"]),
+                                  load_embedder(for_queries=True).embed(["why did the build fail"]))
