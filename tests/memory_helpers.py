@@ -102,3 +102,16 @@ def append_user_turn(transcript: Path, text: str = "Now make the oceans reflect 
                 timestamp="2026-06-12T22:00:00.000Z", type="user", message={"role": "user", "content": text})
     with transcript.open("a") as handle:
         handle.write(json.dumps(turn) + "\n")
+
+
+def copy_embedding_export(source_cache: Path) -> Path:
+    """The fp32 embedding export in ``source_cache`` (its graph and the weights file
+    beside it) copied to where ``onnx_path()`` points now; returns that path."""
+    from funes.embedding import IDENTITY, onnx_path
+
+    target = onnx_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = source_cache / "models" / IDENTITY.revision / target.name
+    for name in (target.name, f"{target.name}.data"):
+        shutil.copyfile(source.with_name(name), target.with_name(name))
+    return target

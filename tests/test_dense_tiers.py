@@ -168,16 +168,15 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
     backlog starts, not when it reaches tool results: a first index of 1M chunks grew
     from ~0.95 to 1.5-1.75 GiB within tier 1, and the two together would pass 2 GB.
     Here the first vector is a text's (fp32): the int8 model must exist already."""
-    from funes.embedding import IDENTITY, OnnxEmbedder, onnx_path
+    from funes.embedding import OnnxEmbedder, onnx_path
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
     from hub_helpers import chunk
+    from memory_helpers import copy_embedding_export
 
     OnnxEmbedder()  # the fp32 export, in the shared cache
     monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))  # which holds it and nothing else
-    fp32 = onnx_path()
-    fp32.parent.mkdir(parents=True)
-    fp32.write_bytes((shared_cache / "models" / IDENTITY.revision / "model.onnx").read_bytes())
+    copy_embedding_export(shared_cache)
     rows = [chunk("s-new", 0, "We retry the upload three times before giving up.", tier=1),
             chunk("s-new", 1, "$ pytest -q\n1 failed: test_upload_retries", tier=3, block_type="tool_result",
                   tool_name="Bash")]

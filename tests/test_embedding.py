@@ -26,6 +26,7 @@ from funes.embedding import (
     write_atomically,
 )
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
+from memory_helpers import copy_embedding_export
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REPO = Path(__file__).parent.parent
@@ -150,11 +151,16 @@ def test_export_is_cached_reused_and_rebuilt_when_damaged(tmp_path, monkeypatch)
     real_export = embedding.export_embedding_onnx
     monkeypatch.setattr(embedding, "export_embedding_onnx", lambda path: (exports.append(path), real_export(path)))
 
+    legacy = tmp_path / "cache" / "models" / IDENTITY.revision / "model.onnx"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(b"an earlier funes's export, its weights inside")
+
     first = OnnxEmbedder()
     path = onnx_path()
-    assert path == tmp_path / "cache" / "models" / IDENTITY.revision / "model.onnx"
+    assert path == tmp_path / "cache" / "models" / IDENTITY.revision / "model.fp32.onnx"
     assert exports == [path] and path.is_file()
-    assert [p.name for p in path.parent.iterdir()] == ["model.onnx"]  # no temp files left
+    # The weights beside the graph, no temp files left, the earlier export gone.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.fp32.onnx", "model.fp32.onnx.data"]
     stamp = path.stat().st_mtime_ns
 
     second = OnnxEmbedder()
@@ -165,6 +171,12 @@ def test_export_is_cached_reused_and_rebuilt_when_damaged(tmp_path, monkeypatch)
     third = OnnxEmbedder()
     assert len(exports) == 2
     np.testing.assert_allclose(third.embed(["cache hit"]), first.embed(["cache hit"]), atol=1e-6)
+
+    weights = path.with_name(path.name + ".data")
+    weights.write_bytes(weights.read_bytes()[: 1 << 20])  # cut short
+    fourth = OnnxEmbedder()
+    assert len(exports) == 3
+    np.testing.assert_allclose(fourth.embed(["cache hit"]), first.embed(["cache hit"]), atol=1e-6)
 
 
 @pytest.mark.slow
@@ -178,7 +190,7 @@ def test_the_export_leaves_torch_out_of_the_process_that_embeds(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-    assert (tmp_path / "cache" / "models" / IDENTITY.revision / "model.onnx").is_file()
+    assert (tmp_path / "cache" / "models" / IDENTITY.revision / "model.fp32.onnx").is_file()
 
 
 def test_a_failed_export_is_one_line_naming_the_path(tmp_path, monkeypatch):
@@ -318,16 +330,15 @@ def test_unknown_precision_is_a_usage_error():
         OnnxEmbedder(precision="fp16")
 
 
-def test_deriving_the_int8_model_never_imports_torch(onnx_embedder, shared_cache, tmp_path):
+def test_deriving_the_int8_model_never_imports_torch(onnx_embedder, shared_cache, tmp_path, monkeypatch):
     """onnxruntime's ``optimize_model`` imports torch, which stayed resident in the
     indexer (+860 MB) and then made the child that derives the model 1.1 GB instead
     of 0.7: the derivation runs its steps without it, in the process that asks for the
     model as well as in the child the indexer uses.  (``onnx_embedder``: the fp32
     export is in the shared cache.)"""
     cache = tmp_path / "cache"
-    fp32 = cache / "models" / IDENTITY.revision / "model.onnx"
-    fp32.parent.mkdir(parents=True)
-    fp32.write_bytes((shared_cache / "models" / IDENTITY.revision / "model.onnx").read_bytes())
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(cache))
+    copy_embedding_export(shared_cache)
     probe = ("import sys; from funes.embedding import onnx_path, quantise_here; "
              "quantise_here(str(onnx_path()), str(onnx_path('int8'))); "
              "print(onnx_path('int8').is_file(), sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
@@ -343,15 +354,14 @@ def test_int8_model_is_derived_locally_the_same_each_time_and_stays_near_fp32(on
     # A fresh cache holding only the fp32 export: the int8 file comes from it, never
     # from the network or the weights again.
     monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / "cache"))
-    fp32 = onnx_path()
-    fp32.parent.mkdir(parents=True)
-    fp32.write_bytes((shared_cache / "models" / IDENTITY.revision / "model.onnx").read_bytes())
+    copy_embedding_export(shared_cache)
     monkeypatch.setattr(embedding, "export_embedding_onnx", lambda path: pytest.fail("int8 re-exported the weights"))
 
     int8 = OnnxEmbedder(precision="int8")
     path = onnx_path("int8")
     assert int8.model_file == path and path.is_file()
-    assert sorted(p.name for p in path.parent.iterdir()) == ["model.int8.onnx", "model.onnx"]  # no temp files left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.fp32.onnx", "model.fp32.onnx.data",
+                                                             "model.int8.onnx"]  # no temp files left
     digest = file_sha256(path)
     path.unlink()
     again = OnnxEmbedder(precision="int8")
