@@ -76,7 +76,7 @@ def main(query: str) -> None:
 
     @functools.wraps(callback)
     def parsed(**kwargs):
-        record("typer: parse the arguments (its pydantic coercion)", parsing)
+        record("typer: parse the arguments", parsing)
         return callback(**kwargs)
 
     command.callback = parsed

@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse_throughput import WORK  # noqa: E402
 from recall_latency import QUERIES  # noqa: E402
-from report import REPO, machine, percentiles, write_section  # noqa: E402
+from report import REPO, children_take_ctrl_c, machine, percentiles, write_section  # noqa: E402
 from synthetic import make_history_of_chunks  # noqa: E402
 
 FUNES = [sys.executable, "-m", "funes.cli"]
@@ -739,11 +739,7 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="Replace the `## Day zero` section of BENCHMARKS.md.")
     ap.add_argument("--report-only", action="store_true", help="Render the stored runs; run nothing.")
     args = ap.parse_args()
-    # Started in the background of a shell without job control (`nohup ... &`), this
-    # process inherits SIGINT ignored, and so would the indexer: its Ctrl-C would do
-    # nothing (the 314953d and stop-30 runs).  A handler of our own is reset to the
-    # default in the children at exec, as a terminal's Ctrl-C would find them.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    children_take_ctrl_c()
     runs = load_runs()
     if not args.report_only:
         RUNS.parent.mkdir(parents=True, exist_ok=True)

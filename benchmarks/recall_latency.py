@@ -49,7 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse_throughput import WORK  # noqa: E402
-from report import machine, percentiles, write_section  # noqa: E402
+from report import children_take_ctrl_c, machine, percentiles, write_section  # noqa: E402
 from synthetic import make_history_of_chunks  # noqa: E402
 
 FUNES = [sys.executable, "-m", "funes.cli"]
@@ -348,6 +348,7 @@ def reranker_folder() -> Path:
 
 
 def main() -> int:
+    children_take_ctrl_c()  # --during stops its indexer with SIGINT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=60)

@@ -7,6 +7,7 @@ import importlib.metadata
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 from datetime import datetime, timezone
@@ -22,6 +23,15 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"
 PACKAGES = ("lancedb", "pylance", "bm25s", "onnxruntime", "torch", "dagster", "kingfisher-secret-scanner")
+
+
+def children_take_ctrl_c() -> None:
+    """Make the processes this one starts end on SIGINT, as from a terminal's Ctrl-C.
+    Started in the background of a shell without job control (`nohup ... &`), a
+    benchmark inherits SIGINT ignored, and so would the indexer it stops with one:
+    the signal did nothing (the 314953d and stop-30 day-zero runs).  A handler of
+    our own is reset to the default in a child at exec; an ignored signal is not."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cpu_model() -> str:
