@@ -3,6 +3,10 @@
 Prints, as JSON lines:
   * throughput (chunks/s) for real transcript chunks of 500, 800 and 1,200 characters;
   * cold start of a process that only embeds one query (interpreter start included);
+  * ``session``: creating the query embedder's onnxruntime session in a fresh process,
+    for the export as cached (its weights beside the graph, ONNX external data) and
+    for the same graph with its weights inside (the layout of funes's earlier
+    exports), the two alternated, and whether their outputs are equal;
   * token counts of real transcript chunks (split by funes.chunking.split_text) per
     split size, i.e. how often the 256-token window sees the whole chunk, to choose
     the split size;
@@ -18,7 +22,7 @@ Prints, as JSON lines:
   * ``backlog`` (with ``--memory``): the newest ``--chunks`` rows a real memory
     still owes a vector, per tier and precision, embedded as embed_backlog does.
 
-Usage: python benchmarks/embed_cpu.py [--chunks 256] [--figures throughput cold tokens int8 settings backlog]
+Usage: python benchmarks/embed_cpu.py [--chunks 256] [--figures throughput cold session tokens int8 settings backlog]
        [--memory FUNES_HOME/memory]
 Uses $FUNES_HOME (default ~/.funes) for the ONNX export; run with a scratch
 FUNES_HOME to leave a real one alone.
@@ -45,7 +49,7 @@ from funes.chunking import SPLIT_OVERLAP, split_text  # noqa: E402
 from funes.embedding import MAX_TOKENS, PRECISIONS, OnnxEmbedder  # noqa: E402
 
 SIZES = (500, 600, 800, 1200)
-FIGURES = ("throughput", "cold", "tokens", "int8", "settings", "backlog")
+FIGURES = ("throughput", "cold", "session", "tokens", "int8", "settings", "backlog")
 SPLIT_SIZES = (400, 500, 550, 600, 700, 800, 1000, 1200)
 
 
@@ -89,6 +93,46 @@ def cold_start(repeats: int = 5) -> dict:
         "process_wall_s_median": round(float(np.median(walls)), 3),
         "import_and_load_s_median": round(float(np.median(loads)), 3),
         "first_query_s_median": round(float(np.median(queries)), 4),
+    }
+
+
+def session_layouts(repeats: int = 7) -> dict:
+    """Session creation (wall and CPU of that call) in fresh processes, the export's
+    two layouts alternated so both see the same load."""
+    import tempfile
+
+    import onnx
+
+    from funes.embedding import cached_model
+
+    external = cached_model()
+    script = (
+        "import sys, time, numpy as np\n"
+        "from funes.embedding import cpu_session\n"
+        "t, c = time.perf_counter(), time.process_time()\n"
+        "session = cpu_session(sys.argv[1], threads=1)\n"
+        "wall, cpu = time.perf_counter() - t, time.process_time() - c\n"
+        "ids = np.array([[101, 2129, 2106, 1996, 3857, 8246, 102]])\n"
+        "feed = {'input_ids': ids, 'attention_mask': np.ones_like(ids), 'token_type_ids': np.zeros_like(ids)}\n"
+        "out = session.run(['last_hidden_state'], feed)[0]\n"
+        "print(wall, cpu, out.tobytes().hex()[:4096])\n"
+    )
+    times: dict[str, list[tuple[float, float]]] = {"external": [], "inline": []}
+    outputs: dict[str, set[str]] = {"external": set(), "inline": set()}
+    with tempfile.TemporaryDirectory() as scratch:
+        inline = Path(scratch) / "model.onnx"
+        onnx.save_model(onnx.load(str(external)), inline)
+        for _ in range(repeats):
+            for layout, path in (("external", external), ("inline", inline)):
+                out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
+                                     check=True).stdout.split()
+                times[layout].append((float(out[0]), float(out[1])))
+                outputs[layout].add(out[2])
+    return {
+        "figure": "session_layouts", "repeats": repeats,
+        **{f"{layout}_{what}_ms_median": round(float(np.median([t[i] for t in runs])) * 1000, 1)
+           for layout, runs in times.items() for i, what in enumerate(("wall", "cpu"))},
+        "same_outputs": outputs["external"] == outputs["inline"] and len(outputs["external"]) == 1,
     }
 
 
@@ -239,6 +283,13 @@ def render(records: list[dict]) -> str:
         lines += [f"A query-only process (interpreter start, onnxruntime, tokenizer, one query; torch never"
                   f" imported): {cold['process_wall_s_median']} s median, {cold['process_wall_s_best']} s best;"
                   f" the query itself {cold['first_query_s_median'] * 1000:.0f} ms.", ""]
+    if "session_layouts" in by:
+        layouts = by["session_layouts"][0]
+        lines += [f"Creating the query embedder's session in a fresh process ({layouts['repeats']} alternated runs,"
+                  f" medians): the export as cached, its weights beside the graph, {layouts['external_wall_ms_median']} ms"
+                  f" wall / {layouts['external_cpu_ms_median']} ms CPU; the same graph with its weights inside (funes's"
+                  f" earlier exports) {layouts['inline_wall_ms_median']} / {layouts['inline_cpu_ms_median']} ms;"
+                  f" outputs {'identical' if layouts['same_outputs'] else 'DIFFERENT'}.", ""]
     if "tokens_per_chunk" in by:
         ratio = by.get("chars_per_token", [{}])[0]
         lines += [f"Choosing the split size: real transcript text runs {ratio.get('p50', '?')} characters a token"
@@ -294,6 +345,8 @@ def main() -> None:
                     "chunks_per_s": round(throughput(embedder, corpus.chunks_of_size(size, args.chunks), args.repeats), 1)})
     if "cold" in args.figures:
         record(cold_start())
+    if "session" in args.figures:
+        record(session_layouts())
     if "tokens" in args.figures:
         for item in token_distribution(embedder):
             record(item)

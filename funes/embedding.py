@@ -300,9 +300,9 @@ def write_with_external_weights(path: Path, model: bytes) -> None:
     """Write the ONNX ``model`` as its graph at ``path`` and its weights beside it in
     ``<name>.data`` (ONNX external data), each file atomically, the weights first, so
     a graph is never seen without them.  onnxruntime reads such weights straight into
-    its tensors instead of out of a 90 MB protobuf: the embedder's session took
-    0.09-0.13 s to create against 0.26-0.39 s (2 cores, the same outputs to the bit),
-    which every cold `funes recall` waits for (BENCHMARKS.md "Cold recall")."""
+    its tensors instead of out of a 90 MB protobuf: the embedder's session took 0.23 s
+    to create against 0.42 s, the same outputs to the bit (2 cores; BENCHMARKS.md
+    "Embedding"), and every cold `funes recall` waits for one."""
     import onnx
 
     graph = onnx.load_from_string(model)
