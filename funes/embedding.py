@@ -733,9 +733,9 @@ def query_model_cached() -> bool:
 
 
 def loading_query_embedder() -> Future[Embedder]:
-    """The query embedder, loading in a thread.  Its onnxruntime session takes ~0.4 s
-    to create, mostly outside the GIL: a cold recall starts it first and parses its
-    arguments, opens the memory and runs its BM25 pass meanwhile."""
+    """The query embedder, loading in a thread.  Its ~0.3-0.4 s (importing
+    onnxruntime and tokenizers, then a session whose creation holds no GIL) run while
+    a cold recall parses its arguments, opens the memory and runs its BM25 pass."""
     loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-embedder")
     try:
         return loader.submit(load_embedder, for_queries=True)
