@@ -14,10 +14,11 @@ Both are fp32 runs of the same weights, so a memory indexed on a GPU is queried 
 CPU (ONNX vs sentence-transformers on CPU agree to cos > 0.9999, see the tests;
 benchmarks/gpu_embed.py checks GPU vs CPU).  ``OnnxEmbedder(precision="int8")``
 runs an int8 model derived locally from the fp32 export (:func:`quantise_onnx`):
-1.4-1.8x the chunks per CPU-second, cos ~0.99 to fp32.  Queries are always fp32;
-so are stored text and thinking.  A memory's tool results are embedded at int8 by
-CPU writers when the memory is stamped so (:data:`INT8_TIERS`, every memory
-created since): with fp32 queries their recall is the fp32 vectors' (BENCHMARKS.md).
+1.3-1.8x the chunks per CPU-second, cos ~0.99 to fp32.  Queries are always fp32.
+CPU writers embed a memory's stored chunks at int8 for the tiers it is stamped with
+(:data:`INT8_TIERS`: every tier it embeds, for a memory created now; tool results
+only, for one created at stops 24-30): with fp32 queries their recall is within
+noise of the fp32 vectors' on both dev sets (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -145,17 +146,18 @@ def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
 
 
 # Which tiers' vectors a CPU writer computes with the int8 model (:func:`quantise_onnx`)
-# instead of fp32: tool results, 61 % of a coding memory's chunks and most of its
-# backlog's characters, embed ~1.45x faster, and with fp32 queries (every query is
-# fp32) coding R@10 / MRR@10 is 0.787 / 0.441 against 0.797 / 0.443 (one question of
-# 100 moved from rank 10 to 11, two others by one rank); LoCoMo holds no tool results
-# (BENCHMARKS.md "Recall by embedded tier and precision").  Text stays fp32: every
-# LoCoMo question leans on it (R@10 0.782 → 0.781 with it at int8, conversations
-# −0.010 to +0.005) and it is the smaller share of a backlog.  The choice is stamped
-# on a memory when it is created, so a memory made before it keeps fp32 vectors
-# throughout; a CUDA writer computes every tier in fp32, the vectors the int8 ones
-# approximate.
-INT8_TIERS: tuple[int, ...] = (3,)
+# instead of fp32: every tier a memory embeds by default.  With fp32 queries (every
+# query is fp32) coding R@10 / MRR@10 is 0.787 / 0.435 against 0.797 / 0.443 for the
+# same tiers at fp32 (one question of 100), LoCoMo 0.780 / 0.561 against 0.782 /
+# 0.561; left out 0.777 / 0.436 against 0.787 / 0.431 and 0.785 / 0.556 against 0.785
+# / 0.555 (BENCHMARKS.md "Recall by embedded tier and precision"): within noise on
+# both sets, for a third more text chunks a second, which is what bounds how soon a
+# first index's text is searchable by meaning (issue 14).  Stops 24-30 kept text at
+# fp32 and embedded only tool results at int8.  The choice is stamped on a memory
+# when it is created, so a memory made before it keeps what it was stamped with (fp32
+# throughout, or int8 tool results only); a CUDA writer computes every tier in fp32,
+# the vectors the int8 ones approximate.
+INT8_TIERS: tuple[int, ...] = (1, 3)
 INT8_TIERS_KEY = f"{_META_PREFIX}int8_tiers"
 
 

@@ -123,20 +123,43 @@ def _stored_vectors(funes_home: Path, where: str) -> tuple[list[str], np.ndarray
             np.asarray([r["vector"] for r in rows], dtype=np.float32))
 
 
-def test_tool_results_are_embedded_at_int8_and_everything_else_at_fp32(memory_home):
-    """The stamp a new memory gets (`INT8_TIERS`): a CPU writer computes tool results'
-    vectors with the int8 model, text's with fp32, which every query uses."""
+def test_a_new_memory_stores_int8_vectors_for_text_and_tool_results(memory_home):
+    """The stamp a new memory gets (`INT8_TIERS`): a CPU writer computes the vectors of
+    text and of tool results with the int8 model; queries stay fp32."""
     from funes.embedding import INT8_TIERS, OnnxEmbedder
     from funes.memory.location import local_memory
     from funes.memory.store import Memory
 
-    assert Memory.open(local_memory()).int8_tiers == INT8_TIERS == (3,)
+    assert Memory.open(local_memory()).int8_tiers == INT8_TIERS == (1, 3)
     fp32, int8 = OnnxEmbedder(), OnnxEmbedder(precision="int8")
-    texts, stored = _stored_vectors(memory_home / ".funes", "tier = 1")
+    for tier in INT8_TIERS:
+        texts, stored = _stored_vectors(memory_home / ".funes", f"tier = {tier}")
+        assert np.abs(stored - int8.embed(texts)).max() < 1e-4, tier
+        assert np.abs(stored - fp32.embed(texts)).max() > 1e-3, "the int8 model computes other vectors"
+
+
+def test_a_memory_stamped_for_int8_tool_results_only_keeps_its_text_fp32(isolated_env):
+    """A memory created at stops 24-30 was stamped ``3``: every writer keeps following
+    that stamp, so its text is never embedded at int8 beside the fp32 vectors it holds."""
+    from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from hub_helpers import chunk
+
+    rows = [chunk("s-24", turn, f"We retry the upload {turn} times before giving up.", tier=1) for turn in range(4)]
+    rows += [chunk("s-24", turn + 4, f"$ pytest -q\n{turn} passed, 1 failed: test_upload_retries", tier=3,
+                   block_type="tool_result", tool_name="Bash") for turn in range(4)]
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(rows)
+        writer.table.to_lance().update_schema_metadata({INT8_TIERS_KEY: "3"})
+        writer.table.checkout_latest()
+        assert writer.int8_tiers == (3,)
+        assert embed_backlog(writer, OnnxEmbedder()) == len(rows)
+    fp32, int8 = OnnxEmbedder(), OnnxEmbedder(precision="int8")
+    texts, stored = _stored_vectors(isolated_env / ".funes", "tier = 1")
     assert np.abs(stored - fp32.embed(texts)).max() < 1e-4
-    texts, stored = _stored_vectors(memory_home / ".funes", "tier = 3")
+    texts, stored = _stored_vectors(isolated_env / ".funes", "tier = 3")
     assert np.abs(stored - int8.embed(texts)).max() < 1e-4
-    assert np.abs(stored - fp32.embed(texts)).max() > 1e-3, "the int8 model computes other vectors"
 
 
 def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolated_env):
@@ -167,8 +190,9 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
     """The int8 model is derived (once per machine, in a child of ~1.1 GB) when the
     backlog starts, not when it reaches tool results: a first index of 1M chunks grew
     from ~0.95 to 1.5-1.75 GiB within tier 1, and the two together would pass 2 GB.
-    Here the first vector is a text's (fp32): the int8 model must exist already."""
-    from funes.embedding import OnnxEmbedder, onnx_path
+    In a memory stamped for int8 tool results only (stops 24-30) the first vector is a
+    text's (fp32): the int8 model must exist already."""
+    from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder, onnx_path
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
     from hub_helpers import chunk
@@ -182,6 +206,8 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
                   tool_name="Bash")]
     with open_writer(local_memory()) as writer:
         writer.add_chunks(rows)
+        writer.table.to_lance().update_schema_metadata({INT8_TIERS_KEY: "3"})
+        writer.table.checkout_latest()
         assert writer.int8_tiers == (3,) and not onnx_path("int8").exists()
         assert embed_backlog(writer, OnnxEmbedder(), limit=1) == 1
         assert writer.stats().pending_by_tier == {3: 1}  # the text took the one vector allowed
