@@ -239,3 +239,35 @@ def test_sync_streams_pages_of_whole_sessions(tmp_path, monkeypatch):
         got = Memory.open(location).lexical().search(query, 8)
         want = Memory.open(whole).lexical().search(query, 8)
         assert {c for c, _ in got[:3]} == {c for c, _ in want[:3]}
+
+
+def test_the_counts_a_worker_makes_from_document_pieces_are_the_joined_documents(tmp_path):
+    """A pool worker counts a session's documents from their pieces, never joining
+    them (`session_term_counts`); what it counts is what tokenizing each joined
+    document gives: pieces repeated across documents, context equal to the chunk,
+    a split call that is not JSON, repeated and empty lines, empty text."""
+    from collections import Counter
+
+    from funes.memory.lexical import session_term_counts
+
+    call = json.dumps({"command": "pytest -q tests/test_upload.py", "timeout": 120})
+    rows = [_row("s", 0, "Why does upload_retries fail?\n\nWhy does upload_retries fail?"),
+            _row("s", 1, "Why does upload_retries fail?"),  # the context equals the chunk
+            _row("s", 2, call, block_type="tool_use", tool_name="Bash"),
+            _row("s", 3, "1 failed: test_upload_retries\n\n1 failed: test_upload_retries", block_type="tool_result",
+                 tool_name="Bash"),
+            _row("s", 4, '{"file_path": "lib/a.py", "content": "def f():\\n    retu', block_type="tool_use",
+                 tool_name="Write"),
+            _row("s", 4, 'rn 1\\n"}', split_idx=1, block_type="tool_use", tool_name="Write"),
+            _row("s", 5, "", block_type="tool_result", tool_name="Write"),
+            _row("s", 6, "Rätsel gelöst: the retry count was off by one. " * 20)]
+    chunks = [type("Chunk", (), row) for row in rows]
+    counts = session_term_counts(chunks)
+    documents = documents_from_rows(rows)
+    assert counts.ids == list(documents)
+    for n, chunk in enumerate(counts.ids):
+        expected = Counter(tokenize([documents[chunk]])[0])
+        entries = counts.doc == n
+        found = {counts.tokens[t]: int(c) for t, c in zip(counts.term[entries], counts.count[entries], strict=True)}
+        assert found == expected, chunk
+        assert int(counts.lengths[n]) == sum(expected.values()), chunk

@@ -45,6 +45,7 @@ returns is still the chunk's own verbatim text.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -56,6 +57,7 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -175,35 +177,49 @@ def _word_ids(word: str) -> list[int]:
     return ids
 
 
-def _term_counts(texts: Sequence[str], first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(document, token id, count) of each distinct token of each text, documents
-    numbered from ``first_doc``, and the texts' lengths in tokens: what
-    :func:`tokenize` makes of them, counted.  No token spans a line break, so each
-    distinct line is tokenized once: a document repeats its chunk's lines
-    (``own_weight``) and its neighbours' documents hold them again as context."""
+def _term_counts(documents: Sequence[Sequence[tuple[str, int]]], first_doc: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(document, token id, count) of each distinct token of each document, documents
+    numbered from ``first_doc``, and their lengths in tokens: what :func:`tokenize`
+    makes of them, counted.  A document is given as its pieces, each with how often
+    it occurs (:func:`document_pieces`), the text they make joined by line breaks.
+    No token spans a line break, so each distinct piece, and each distinct line of
+    one, is tokenized once: a document repeats its chunk's text (``own_weight``) and
+    its neighbours' documents hold it again as context."""
     memo = _id_memo
+    piece_memo: dict[str, np.ndarray] = {}
     line_memo: dict[str, list[int]] = {}
-    ids: list[int] = []
-    weights: list[int] = []
+    arrays: list[np.ndarray] = []
+    times: list[int] = []
     per_doc: list[int] = []
-    for text in texts:
-        before = len(ids)
-        for line, times in Counter(text.split("\n")).items():
-            line_ids = line_memo.get(line)
-            if line_ids is None:
-                line_ids = line_memo[line] = []
-                for word in _COMPOUND.findall(line):
-                    found = memo.get(word)
-                    if found is None:
-                        found = memo[word] = _word_ids(word)
-                    line_ids += found
-            ids += line_ids
-            weights += [times] * len(line_ids)
-        per_doc.append(len(ids) - before)
-    doc = np.repeat(np.arange(first_doc, first_doc + len(texts), dtype=np.int64), per_doc)
-    weight = np.asarray(weights, dtype=np.int64)
-    lengths = np.bincount(doc - first_doc, weights=weight, minlength=len(texts)).astype(np.int64)
-    pairs, inverse = np.unique((doc << 32) | np.asarray(ids, dtype=np.int64), return_inverse=True)
+    for pieces in documents:
+        tokens = 0
+        for piece, weight in pieces:
+            piece_ids = piece_memo.get(piece)
+            if piece_ids is None:
+                found_ids: list[int] = []
+                for line in piece.split("\n"):
+                    line_ids = line_memo.get(line)
+                    if line_ids is None:
+                        line_ids = line_memo[line] = []
+                        for word in _COMPOUND.findall(line):
+                            found = memo.get(word)
+                            if found is None:
+                                found = memo[word] = _word_ids(word)
+                            line_ids += found
+                    found_ids += line_ids
+                piece_ids = piece_memo[piece] = np.asarray(found_ids, dtype=np.int64)
+            arrays.append(piece_ids)
+            times.append(weight)
+            tokens += weight * len(piece_ids)
+        per_doc.append(tokens)
+    sizes = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    ids = np.concatenate(arrays) if arrays else np.empty(0, np.int64)
+    weight = np.repeat(np.asarray(times, dtype=np.int64), sizes)
+    pieces_of = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+    doc = np.repeat(np.repeat(np.arange(first_doc, first_doc + len(documents), dtype=np.int64), pieces_of), sizes)
+    lengths = np.asarray(per_doc, dtype=np.int64)
+    pairs, inverse = np.unique((doc << 32) | ids, return_inverse=True)
     counts = np.bincount(inverse, weights=weight, minlength=len(pairs))
     return (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32), counts, lengths
 
@@ -313,13 +329,21 @@ class TermCounts:
 def count_terms(ids: Sequence[str], texts: Sequence[str]) -> TermCounts:
     """The term counts of documents ``texts`` (of chunk ``ids``): what
     :func:`tokenize` makes of them, counted with numpy instead of per-token Python."""
+    # Each distinct line a piece: a document repeats its chunk's lines (``own_weight``).
+    return count_pieces(ids, [Counter(text.split("\n")).items() for text in texts])
+
+
+def count_pieces(ids: Sequence[str], documents: Sequence[Sequence[tuple[str, int]]]) -> TermCounts:
+    """:func:`count_terms` of documents given as their pieces (:func:`document_pieces`),
+    never joined into one text."""
     if _stemmer is None:
         tokenize([])  # loads the stemmer and stop words
     if len(_id_memo) >= _MEMO_LIMIT or len(_token_names) >= 4 * _MEMO_LIMIT:
         _id_memo.clear()
         _token_ids.clear()
         _token_names.clear()
-    blocks = [_term_counts(texts[start:start + BUILD_BLOCK], start) for start in range(0, len(texts), BUILD_BLOCK)]
+    blocks = [_term_counts(documents[start:start + BUILD_BLOCK], start)
+              for start in range(0, len(documents), BUILD_BLOCK)]
     doc = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.int32)
     token = np.concatenate([b[1] for b in blocks]) if blocks else np.empty(0, np.int32)
     count = np.concatenate([b[2] for b in blocks]).astype(np.int32) if blocks else np.empty(0, np.int32)
@@ -385,11 +409,14 @@ _JSON_ESCAPE = re.compile(r'\\(["\\/nrt])')
 _UNESCAPED = {"n": "\n", "r": "\n", "t": "\t"}
 
 
+@functools.lru_cache(maxsize=1024)
 def call_text(text: str) -> str:
     """What BM25 reads of a tool call stored as JSON: its argument values, one a
     line, strings unescaped (a command, a path, a file's new content), not the
     JSON around them, whose escapes would glue ``\\n`` onto the next word.  A
-    piece of a split call is not valid JSON: its escapes are undone alone."""
+    piece of a split call is not valid JSON: its escapes are undone alone.
+    Memoised: a call's document reads it, and so does each of its results' (a
+    piece of a call is at most a chunk's length, so the memo stays small)."""
     try:
         arguments = json.loads(text)
     except ValueError:
@@ -399,9 +426,10 @@ def call_text(text: str) -> str:
     return "\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in arguments.values())
 
 
-def document(text: str, context: Sequence[str] = (), *, block_type: str = "text", tool_name: str | None = None,
-             call: str | None = None) -> str:
-    """The text BM25 indexes for a chunk.
+def document_pieces(text: str, context: Sequence[str] = (), *, block_type: str = "text",
+                    tool_name: str | None = None, call: str | None = None) -> list[tuple[str, int]]:
+    """The text BM25 indexes for a chunk, as its pieces in order, each with how often
+    it occurs there (:func:`document` joins them by line breaks).
 
     * text and thinking, and tool calls: the last ``context_chunks`` of
       ``context`` (the conversation before it, each cut to ``context_chars``),
@@ -416,14 +444,21 @@ def document(text: str, context: Sequence[str] = (), *, block_type: str = "text"
       conversation: "what did the test run print" names the command, and the
       prose around a long output would only blur it."""
     if block_type == "tool_result":
-        parts = [_head(call_text(call), DOCUMENT["call_chars"])] if call else []
+        parts = [(_head(call_text(call), DOCUMENT["call_chars"]), 1)] if call else []
     else:
-        parts = [_head(c, DOCUMENT["context_chars"]) for c in context[-DOCUMENT["context_chunks"]:] if c]
+        parts = [(_head(c, DOCUMENT["context_chars"]), 1) for c in context[-DOCUMENT["context_chunks"]:] if c]
     own = call_text(text) if block_type == "tool_use" else text
     if tool_name and block_type in ("tool_use", "tool_result"):
         own = f"{tool_name} {own}"
-    parts += [own] * DOCUMENT["own_weight"]
-    return "\n".join(parts)
+    return [*parts, (own, DOCUMENT["own_weight"])]
+
+
+def document(text: str, context: Sequence[str] = (), *, block_type: str = "text", tool_name: str | None = None,
+             call: str | None = None) -> str:
+    """The text BM25 indexes for a chunk (:func:`document_pieces`)."""
+    return "\n".join(piece for piece, times in document_pieces(text, context, block_type=block_type,
+                                                               tool_name=tool_name, call=call)
+                     for _ in range(times))
 
 
 def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = None) -> dict[str, str]:
@@ -435,11 +470,17 @@ def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = Non
     context is the chunks of ``context_blocks`` types just before it within
     ``context_turns`` turns; a tool result's call is the nearest earlier tool call
     (its first piece) of the same tool within that reach."""
+    return _documents_of_rows(rows, wanted, document)
+
+
+def _documents_of_rows(rows: Sequence[dict], wanted: Iterable[str] | None, make: Callable[..., Any]) -> dict[str, Any]:
+    """:func:`documents_from_rows`, each document made by ``make`` (:func:`document`
+    or :func:`document_pieces`) from the chunk's text, context and call."""
     want = None if wanted is None else set(wanted)
     by_session: dict[str, list[dict]] = {}
     for row in rows:
         by_session.setdefault(row["session_id"], []).append(row)
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     depth, reach = DOCUMENT["context_chunks"], DOCUMENT["context_turns"]
     conversation = set(DOCUMENT["context_blocks"])
     for session_rows in by_session.values():
@@ -458,7 +499,7 @@ def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = Non
             text = row["text"] or ""
             if want is None or row["id"] in want:
                 call = calls.get(tool)
-                out[row["id"]] = document(
+                out[row["id"]] = make(
                     text, [t for s, t in context if seq - s <= reach], block_type=block_type, tool_name=tool,
                     call=call[1] if call and seq - call[0] <= reach else None)
             if block_type in conversation:
@@ -477,8 +518,8 @@ def session_term_counts(chunks: Sequence[object]) -> TermCounts:
     """The term counts of the documents of ``chunks``, a session's, as a write of
     them builds them when the table holds nothing else of the session: made by
     the process that chunked them (see :class:`TermCounts`)."""
-    documents = documents_from_rows(document_rows(chunks))
-    return count_terms(list(documents), list(documents.values()))
+    documents = _documents_of_rows(document_rows(chunks), None, document_pieces)
+    return count_pieces(list(documents), list(documents.values()))
 
 
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
