@@ -52,10 +52,10 @@ def test_status_reports_counts_per_agent_and_vectors(memory_home):
     assert set(report["harnesses"]) == {"claude_code", "codex", "pi", "hermes"}
     assert report["pending_by_tier"] == {} and report["embedded"] > 0  # every chunk the tier policy embeds
     assert report["embedding_model"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
-    assert report["embedding_model"]["precision_by_tier"] == {"text": "fp32", "tool_result": "int8"}
+    assert report["embedding_model"]["precision_by_tier"] == {"text": "int8", "tool_result": "int8"}
     assert report["last_indexed"].endswith("Z")
     human = funes("status").stdout
-    assert "claude_code" in human and "vectors" in human and "text fp32, tool_result int8" in human
+    assert "claude_code" in human and "vectors" in human and "text int8, tool_result int8" in human
 
 
 def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
