@@ -133,9 +133,10 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
         _stemmer = Stemmer.Stemmer(TOKENIZER["stemmer"])
         _stopwords = _bm25s_stopwords()
-    memo = _memo
     out = []
     for text in texts:
+        if len(_memo) >= _MEMO_LIMIT:
+            _memo.clear()
         tokens: list[str] = []
         # No token spans a line break, so a text's tokens are its lines' tokens in
         # turn; a document repeats its chunk's lines (``own_weight``): each distinct
@@ -144,17 +145,22 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
         for line in text.split("\n"):
             line_tokens = lines.get(line)
             if line_tokens is None:
-                line_tokens = lines[line] = []
-                for word in _COMPOUND.findall(line):
-                    found = memo.get(word)
-                    if found is None:
-                        if len(memo) >= _MEMO_LIMIT:
-                            memo.clear()
-                        found = memo[word] = _word_tokens(word)
-                    line_tokens += found
+                line_tokens = lines[line] = _line_tokens(line, _memo, _word_tokens)
             tokens += line_tokens
         out.append(tokens)
     return out
+
+
+def _line_tokens(line: str, memo: dict[str, list], of_word: Callable[[str], list]) -> list:
+    """What ``of_word`` makes of each word of ``line`` in turn (tokens, or token ids),
+    each distinct word made once while ``memo`` keeps it."""
+    found_in_line: list = []
+    for word in _COMPOUND.findall(line):
+        found = memo.get(word)
+        if found is None:
+            found = memo[word] = of_word(word)
+        found_in_line += found
+    return found_in_line
 
 
 # Index builds count tokens by number: every distinct token gets one id for as long as
@@ -201,12 +207,7 @@ def _term_counts(documents: Sequence[Sequence[tuple[str, int]]], first_doc: int
                 for line in piece.split("\n"):
                     line_ids = line_memo.get(line)
                     if line_ids is None:
-                        line_ids = line_memo[line] = []
-                        for word in _COMPOUND.findall(line):
-                            found = memo.get(word)
-                            if found is None:
-                                found = memo[word] = _word_ids(word)
-                            line_ids += found
+                        line_ids = line_memo[line] = _line_tokens(line, memo, _word_ids)
                     found_ids += line_ids
                 piece_ids = piece_memo[piece] = np.asarray(found_ids, dtype=np.int64)
             arrays.append(piece_ids)
