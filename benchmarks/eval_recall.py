@@ -472,8 +472,7 @@ since stop 31: text, thinking and tool results at int8, queries fp32): coding 0.
 0.435 in sample against 0.797 / 0.443 for the same tiers in fp32, leave-one-out 0.777
 / 0.436 against 0.787 / 0.431; R@10 moves on one session only (258c7280, 0.788 →
 0.758: one of its 33 questions).  LoCoMo 0.780 / 0.561 against 0.782 / 0.561 in
-sample (R@10 0.002 of 1,018 questions),
-0.785 / 0.556 against 0.785 / 0.555 left out; by conversation R@10 −0.005 to 0.  A
+sample (1,018 questions), 0.785 / 0.556 against 0.785 / 0.555 left out; by conversation R@10 −0.005 to 0.  A
 question is a fifth of a standard error on coding (0.045), and text embeds a third
 faster at int8 (BENCHMARKS "Embedding", the bulk backlog: 84 against 63 chunks/s on
 tier 1 of the 300k day-zero memory, stop 31), which is what bounds how soon a first
