@@ -120,7 +120,12 @@ class Recaller:
 
     @property
     def embedder(self) -> Any:
-        """The query embedder, once its loading (started by :meth:`open`) is done."""
+        """The query embedder, once its loading (started by :meth:`open`, or here for a
+        memory that held no vector when opened) is done."""
+        if self._embedder is None and self.fusion.uses_dense:
+            from funes.embedding import loading_query_embedder
+
+            self._embedder = loading_query_embedder()
         if isinstance(self._embedder, Future):
             self._embedder = self._embedder.result()
         return self._embedder
@@ -141,10 +146,12 @@ class Recaller:
     @classmethod
     def open(cls, memory: Memory, *, rerank: bool = True, fusion: Fusion | None = None,
              embedder: Any = None) -> Recaller:
-        """Load the query embedder (checked against the memory's model; not loaded
-        for BM25-only fusion) and, when available, the reranker.  ``fusion`` None:
-        ``$FUNES_FUSION`` or the default.  ``embedder``: one already loading
-        (:func:`loading_query_embedder`), else its loading starts here."""
+        """Load the query embedder (checked against the memory's model) and, when
+        available, the reranker.  ``fusion`` None: ``$FUNES_FUSION`` or the default.
+        ``embedder``: one already loading (:func:`loading_query_embedder`), else its
+        loading starts here, unless the fusion is BM25-only or the memory holds no
+        vector yet (a first index in its lexical pass: the model's first export,
+        seconds of torch beside that indexer, would buy nothing)."""
         from funes.embedding import IDENTITY, loading_query_embedder
 
         fusion = fusion or Fusion.named(None)
@@ -152,7 +159,7 @@ class Recaller:
         memory.check_identity(IDENTITY.to_metadata())
         if not fusion.uses_dense:
             embedder = None
-        elif embedder is None:
+        elif embedder is None and not memory.known_without_vectors():
             embedder = loading_query_embedder()
         reranker, note = (None, "disabled for this call")
         if rerank:
@@ -183,7 +190,7 @@ class Recaller:
         if self.fusion.uses_lexical and (allowed is None or len(allowed)):
             lexical = self.memory.lexical().search(query, pool, allowed)
         dense: list[tuple[str, float]] = []
-        if self.fusion.uses_dense and self.embedder is not None and (allowed is None or len(allowed)):
+        if self.fusion.uses_dense and (allowed is None or len(allowed)) and not self.memory.known_without_vectors():
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
         fused = self.fusion.fuse(lexical, dense, pool)

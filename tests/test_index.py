@@ -185,6 +185,52 @@ def test_status_shows_the_backlog_by_tier_and_the_time_left_at_the_measured_rate
     assert re.search(rf"backlog: text {len(pending)} \(\d+k? chars\); ~\d+ (s|min) left at \d+ chunks/s", human), human
 
 
+def test_a_recall_before_any_vector_answers_by_keyword_without_exporting_the_model(isolated_env, tmp_path,
+                                                                                  monkeypatch):
+    """During a first index's lexical pass no row has a vector: a cold recall on a
+    machine that never exported the model answers from BM25 and leaves the model
+    unexported (that export is seconds of torch beside the indexer), and a recaller
+    opened then embeds its queries once it follows the memory to its first vectors."""
+    from funes import embedding
+    from funes.embedding import load_embedder
+    from funes.indexing import embed_backlog, index_memory, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import Memory
+    from funes.retrieval.search import Recaller
+    from funes.traces import discover
+    from hub_helpers import write_claude_session
+
+    transcript = write_claude_session(isolated_env / ".claude" / "projects" / "-work-app" / "first.jsonl",
+                                      "5e551012-0000-4000-8000-000000000001",
+                                      [f"turn {n}: the flaky upload retried {n} times" for n in range(40)]
+                                      + ["the quokka cache evicts on the tenth write"])
+    index_memory(local_memory(), discover(transcript), embedder=load_embedder, backlog_budget_s=0)
+    assert Memory.open(local_memory()).stats().embedded == 0
+
+    fresh_cache = tmp_path / "never-exported"
+    fresh_cache.mkdir(mode=0o700)
+    result = funes("recall", "quokka cache", "--json", "-k", "1",
+                   env={**os.environ, "FUNES_CACHE_DIR": str(fresh_cache)})
+    assert result.returncode == 0, result.stderr
+    [hit] = json.loads(result.stdout)
+    assert hit["text"] == "the quokka cache evicts on the tenth write"
+    assert hit["scores"]["bm25"] is not None and hit["scores"]["dense"] is None
+    assert not list(fresh_cache.rglob("*.onnx")), "the recall exported the model"
+
+    loads = []
+    loading = embedding.loading_query_embedder
+    monkeypatch.setattr(embedding, "loading_query_embedder", lambda: loads.append(1) or loading())
+    recaller = Recaller.open(Memory.open(local_memory()), rerank=False)
+    assert recaller.recall("quokka cache", k=1).hits[0].scores["dense"] is None
+    assert loads == []
+    with open_writer(local_memory()) as writer:
+        embed_backlog(writer, load_embedder())
+    recaller.follow(Memory.open(local_memory()))
+    [top] = recaller.recall("quokka cache", k=1).hits
+    assert top.text == "the quokka cache evicts on the tenth write" and top.scores["dense"] is not None
+    assert loads == [1]
+
+
 def test_unattended_index_must_name_a_target(memory_home):
     result = funes("index", stdin=subprocess.DEVNULL)
     assert result.returncode == 2
