@@ -47,6 +47,7 @@ from funes.traces.model import ParseWarning, Session, SourceUnit
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
 
 # Chunks written per Lance commit during a bulk index (fewer, larger fragments).
 FLUSH_CHUNKS = 4096
@@ -55,9 +56,13 @@ FLUSH_CHUNKS = 4096
 # ~6 MB a CPU second (measured, 2-core EPYC), so 8 MB is ~1.3 s of work.  Below two
 # workers' worth (a hook's one turn, a few sessions) everything runs in this process.
 POOL_BYTES_PER_WORKER = 8_000_000
-# Units handed to the pool ahead of the one being stored, per worker: enough to
-# keep every worker busy, few enough to bound what waits in memory.
-POOL_AHEAD_PER_WORKER = 2
+# Work handed to the pool ahead of the unit being stored, per worker: transcript
+# bytes enough to keep every worker busy while this process stores a flush (a Lance
+# commit and a BM25 segment: 0.2-0.5 s, when two units each ahead left the workers
+# idle), and a bound on what waits in memory; units too (a database's sessions have
+# no size of their own).
+POOL_AHEAD_BYTES_PER_WORKER = 4_000_000
+POOL_AHEAD_UNITS_PER_WORKER = 256
 # How many processes parse, chunk and redact a bulk index (default: the CPUs this
 # process may run on).
 WORKERS_ENV = "FUNES_INDEX_WORKERS"
@@ -378,6 +383,19 @@ def pool_size(units: Sequence[SourceUnit], workers: int) -> int:
     return max(1, min(workers, len(units), size // POOL_BYTES_PER_WORKER))
 
 
+def unit_sizes(units: Sequence[SourceUnit]) -> dict[SourceUnit, int]:
+    """Each unit's share of its file's bytes: a transcript's size, a database's split
+    evenly between the sessions of it among ``units`` (0 where it cannot be read)."""
+    sharing = Counter(unit.path for unit in units)
+    size: dict[Path, int] = {}
+    for path in sharing:
+        try:
+            size[path] = path.stat().st_size if path.is_file() else 0
+        except OSError:
+            size[path] = 0
+    return {unit: size[unit.path] // sharing[unit.path] for unit in units}
+
+
 def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True, workers: int = 1,
                    known_sessions: Container[str] | None = None,
                    ) -> Iterator[tuple[SourceUnit, SessionChunks | SessionReport]]:
@@ -394,6 +412,8 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
     with the rest (units a worker had finished keep their item).  Without this the
     index would wait forever for the lost units."""
     workers = pool_size(units, workers)
+    if workers > 1:
+        sizes = unit_sizes(units)
 
     def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool]:
         return unit, include_thinking, known_sessions is not None and unit.session_id not in known_sessions
@@ -411,23 +431,29 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
     pool = _worker_pool(workers)
     pending: deque = deque()
     queued = iter(units)
+    ahead = 0  # transcript bytes of the pending units
 
     def submit_ahead() -> None:
-        for unit in queued:
+        nonlocal ahead
+        while ahead < workers * POOL_AHEAD_BYTES_PER_WORKER and len(pending) < workers * POOL_AHEAD_UNITS_PER_WORKER:
+            unit = next(queued, None)
+            if unit is None:
+                return
             pending.append((unit, pool.submit(prepare_unit, *arguments(unit))))
-            if len(pending) >= workers * POOL_AHEAD_PER_WORKER:
-                break
+            ahead += sizes[unit]
 
     try:
         submit_ahead()
         while pending:
             unit, result = pending.popleft()
+            ahead -= sizes[unit]
             try:
                 item = result.result()
             except BrokenProcessPool:
                 _stop_pool(pool)
                 in_flight = list(pending)
                 pending.clear()
+                ahead = 0
                 yield unit, _prepare_alone(unit, arguments(unit))
                 for later, future in in_flight:  # those finished before the break keep their item
                     finished = (future.done() and not future.cancelled()

@@ -51,6 +51,38 @@ def test_workers_store_what_one_process_stores_and_report_bad_units_alike(isolat
     assert pooled.peak_rss_bytes > 50_000_000
 
 
+@pytest.mark.parametrize("bytes_ahead, units_ahead, most_waiting", [
+    (10**12, 10**6, "all"),  # small units: the workers get them all while the first is stored
+    (1, 10**6, 1),  # one worker's bytes reached by one unit
+    (10**12, 2, 4),  # the count bounds what a database's sessions (no size of their own) queue
+])
+def test_the_pool_works_ahead_by_transcript_bytes_and_units_within_bounds(isolated_env, monkeypatch, bytes_ahead,
+                                                                          units_ahead, most_waiting):
+    """Workers are kept fed while the writer stores a flush (two units each ahead left
+    them idle), and what waits for the writer stays bounded."""
+    from funes import indexing
+    from funes.traces import discover
+
+    make_agent_home(isolated_env)
+    units = discover()
+    monkeypatch.setattr(indexing, "POOL_BYTES_PER_WORKER", 1)
+    monkeypatch.setattr(indexing, "POOL_AHEAD_BYTES_PER_WORKER", bytes_ahead)
+    monkeypatch.setattr(indexing, "POOL_AHEAD_UNITS_PER_WORKER", units_ahead)
+    submitted = []
+    real_pool = indexing._worker_pool
+
+    def counted_pool(workers):
+        pool = real_pool(workers)
+        submit = pool.submit
+        pool.submit = lambda call, unit, *args: submitted.append(unit) or submit(call, unit, *args)
+        return pool
+
+    monkeypatch.setattr(indexing, "_worker_pool", counted_pool)
+    waiting = [len(submitted) - given for given, _ in enumerate(indexing.prepared_units(units, workers=2), 1)]
+    assert submitted == list(units)
+    assert max(waiting) == (len(units) - 1 if most_waiting == "all" else most_waiting)
+
+
 def test_a_small_increment_starts_no_worker(isolated_env):
     from funes.indexing import pool_size
     from funes.traces import discover
