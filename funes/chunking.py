@@ -15,9 +15,10 @@ split), then split.  A block whose secrets cannot be located safely is dropped.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from funes.provenance import encode_commands, encode_files, session_root, turn_commands, turn_files
 from funes.redaction import elide_data_uris, redact_many
@@ -120,6 +121,14 @@ class Chunk:
     commands: str | None = None
     exit_code: int | None = None
 
+    def __reduce__(self) -> tuple[type[Chunk], tuple]:
+        # A pool worker's chunks reach the writer pickled: as their fields in order
+        # they take half the time each way of a slots dataclass's state (0.16 s to
+        # pickle and 0.19 s to unpickle 60k chunks, against 0.40 and 0.38 s).
+        return Chunk, _chunk_fields(self)
+
+
+_chunk_fields = operator.attrgetter(*(f.name for f in fields(Chunk)))
 
 @dataclass(slots=True)
 class ChunkReport:
