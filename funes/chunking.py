@@ -130,6 +130,7 @@ class Chunk:
 
 _chunk_fields = operator.attrgetter(*(f.name for f in fields(Chunk)))
 
+
 @dataclass(slots=True)
 class ChunkReport:
     """What chunking one or more sessions did, for summaries and warnings."""
