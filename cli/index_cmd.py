@@ -19,9 +19,12 @@ from funes.traces.model import ParseWarning, SourceUnit
 INTERACTIVE_BUDGET_S = 60.0
 # `funes index` fills a backlog for minutes to hours: it embeds at this niceness
 # ($FUNES_EMBED_NICENESS, 0 to keep the normal priority), so that a recall started
-# meanwhile (an agent's, through its MCP server or the CLI) gets the CPU first.  The
-# hook worker, which embeds one turn at a time, keeps its priority.
-EMBED_NICENESS = 10
+# meanwhile (an agent's, through its MCP server or the CLI) gets the CPU first: at 19
+# a cold recall beside a 300k first index took 1.0-1.1 s p50, at 10 1.4-1.6 s
+# (BENCHMARKS.md, "Recall latency during a first index").  On an idle machine the
+# backlog loses nothing by it.  The hook worker, which embeds one turn at a time,
+# keeps its priority.
+EMBED_NICENESS = 19
 
 
 def embed_niceness() -> int:

@@ -435,4 +435,6 @@ print(json.dumps(nice))
     nice = json.loads(done.stdout)
     base = os.getpriority(os.PRIO_PROCESS, 0)
     assert len(nice) >= 4, nice  # the main thread, two of ours, and Lance's
-    assert all(value == min(19, base + 10) for value in nice.values()), nice
+    if base >= 19:
+        pytest.skip("the tests already run at the lowest priority: nothing can be seen lowered")
+    assert all(value == 19 for value in nice.values()), nice  # the default: as low as Linux goes
