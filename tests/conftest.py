@@ -38,6 +38,9 @@ def isolated_env(tmp_path, monkeypatch, shared_cache):
     monkeypatch.setenv("FUNES_HOME", str(home / ".funes"))
     monkeypatch.setenv("FUNES_CACHE_DIR", str(shared_cache))
     monkeypatch.setenv("FUNES_NO_DAGSTER_RECORD", "1")
+    # `funes index` run in-process (tests/agent_helpers.py) would lower the test runner's
+    # own priority, for every test after it: the niceness test sets its child's.
+    monkeypatch.setenv("FUNES_EMBED_NICENESS", "0")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "HERMES_HOME", "DAGSTER_HOME",
