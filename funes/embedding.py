@@ -333,7 +333,7 @@ def cpu_session(path: Path, threads: int | None = None) -> onnxruntime.Inference
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
     # Idle intra-op threads sleep instead of spinning: on shared cores (the indexer
-    # at niceness 10 beside readers) spinning burns CPU others need, and the work
+    # at a low priority beside readers) spinning burns CPU others need, and the work
     # waits on a descheduled spinner (BENCHMARKS.md "Embedding": +23 % chunks per
     # CPU-second at load 5).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
