@@ -162,6 +162,14 @@ def everything_stored(folder: Path) -> str:
     return readable_text(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
 
 
+def bm25_vocabulary(folder: Path) -> set[str]:
+    """Every word of every BM25 segment under ``folder`` (a memory's ``bm25``, or a
+    reader's in the Hub cache), each segment read as a recall reads it."""
+    from funes.memory.lexical import Segment
+
+    return {word for segment in folder.iterdir() if segment.is_dir() for word in Segment.load(segment).vocab}
+
+
 def readable_text(blobs: Iterable[bytes]) -> str:
     """Files as text: each one's raw bytes, and for a Lance data file also the values of
     every column it holds, decoded (its strings are compressed on disk, so the raw

@@ -14,6 +14,7 @@ from fake_secrets import generate_secrets
 from hub_helpers import (
     assert_no_secret_in,
     assert_no_secret_published,
+    bm25_vocabulary,
     changed_files,
     chunk,
     commits,
@@ -304,7 +305,7 @@ def test_secrets_in_a_transcript_are_in_no_byte_of_the_memory_or_the_hub(hub_ser
     assert_no_secret_published(hub_server, repo_id, SECRETS)
     assert "[REDACTED:" in stored and "[REDACTED:" in everything_published(hub_server, repo_id)
     # BM25 stores words, lower-cased and stemmed: no long word of a secret is in any vocabulary.
-    vocabulary = {word for path in (memory / "bm25").rglob("vocab.json") for word in json.loads(path.read_text())}
+    vocabulary = bm25_vocabulary(memory / "bm25")
     assert set(tokenize(["a clean note about the build pipeline"])[0]) <= vocabulary
     for secret in SECRETS:
         words = {word for value in secret.values for word in tokenize([value])[0] if len(word) >= 10}

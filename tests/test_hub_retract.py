@@ -15,6 +15,7 @@ from fake_secrets import generate_secrets
 from hub_helpers import (
     FUNES,
     assert_no_secret_in,
+    bm25_vocabulary,
     commits,
     env_with,
     everything_published,
@@ -73,7 +74,7 @@ def reader_vocabulary(hub_server, repo_id: str, sha: str) -> set[str]:
     host = re.sub(r"[^A-Za-z0-9.-]", "_", hub_server.endpoint.split("://", 1)[-1])
     folder = Path(os.environ["FUNES_CACHE_DIR"]) / "hub" / host / repo_id / sha / "bm25"
     assert folder.is_dir()
-    return {word for path in folder.rglob("vocab.json") for word in json.loads(path.read_text())}
+    return bm25_vocabulary(folder)
 
 
 def remote_status(*flags: str) -> dict:

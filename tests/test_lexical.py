@@ -1,6 +1,7 @@
 """The BM25 index: segments that score like one index, merges, readers that catch up."""
 
 import json
+import os
 import random
 
 import numpy as np
@@ -301,3 +302,64 @@ def test_segments_of_an_older_format_are_rebuilt(tmp_path):
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     reopened = LexicalIndex.open(tmp_path)
     assert reopened.segments == [] and reopened.table_version == -1
+
+
+def test_a_saved_vocabulary_finds_each_of_its_terms_and_nothing_else(tmp_path):
+    """Terms are looked up by bisection over their sorted UTF-8 bytes: prefixes of
+    one another, non-ASCII, bm25s's empty token and words that sort before, between
+    and after all of them."""
+    from funes.memory.lexical import Vocabulary
+
+    vocab = {"": 9, "ab": 0, "a": 3, "abc": 1, "b": 8, "zz": 2, "ĉefo": 4, "日本語": 5, "naïve": 6, "z": 7}
+    Vocabulary.of(vocab).save(tmp_path)
+    loaded = Vocabulary.load(tmp_path, n_terms=9)
+    assert dict(loaded.items()) == vocab and sorted(loaded) == sorted(vocab) and len(loaded) == len(vocab)
+    assert all(loaded[token] == column for token, column in vocab.items())
+    for absent in ("aa", "abd", "0", "zzz", "ĉ", "日本", "naive", "A"):
+        assert absent not in loaded and loaded.get(absent) is None
+
+
+def test_segments_saved_with_a_json_vocabulary_are_searched_and_merged_into_the_new_files(tmp_path):
+    """A memory indexed before vocabularies were saved sorted keeps its segments: they
+    are read as they are, and the next merge writes them in the new files."""
+    from funes.memory.lexical import Vocabulary
+
+    ids, texts = _corpus(120)
+    index = LexicalIndex.open(tmp_path)
+    index.add(ids[:30], texts[:30], 1, _fetcher(ids, texts))
+    queries = ("lance fragment manifest", "secret token redact", "hook cursor")
+    before = {query: index.search(query, 20) for query in queries}
+    (folder,) = [tmp_path / s.name for s in index.segments]
+    vocab = dict(Vocabulary.load(folder, n_terms=10**9).items())
+    for name in Vocabulary.FILES:
+        (folder / name).unlink()
+    (folder / Vocabulary.LEGACY_FILE).write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+
+    old = LexicalIndex.open(tmp_path)
+    assert old.problem is None and {query: old.search(query, 20) for query in queries} == before
+    for start in range(30, 120, 30):  # three more segments of its level: the four are merged
+        old.add(ids[start:start + 30], texts[start:start + 30], start, _fetcher(ids, texts))
+    after = LexicalIndex.open(tmp_path)
+    assert len(after.segments) == 1 and not (tmp_path / folder.name).exists()
+    assert Vocabulary.files_in(tmp_path / after.segments[0].name) == Vocabulary.FILES
+    rebuilt = LexicalIndex.open(tmp_path / "fresh")
+    rebuilt.rebuild(ids, texts, 1)
+    for query in queries:
+        assert after.search(query, 20) == rebuilt.search(query, 20)
+
+
+@pytest.mark.parametrize("damage", ["truncated terms", "column past the matrix", "starts missing"])
+def test_a_vocabulary_that_does_not_fit_its_segment_is_reported_as_damage(tmp_path, damage):
+    ids, texts = _corpus(60)
+    LexicalIndex.open(tmp_path).rebuild(ids, texts, 1)
+    (folder,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+    if damage == "truncated terms":
+        os.truncate(folder / "terms.bin", 10)
+    elif damage == "column past the matrix":
+        columns = np.load(folder / "term_columns.npy")
+        columns[0] = 10**6
+        np.save(folder / "term_columns.npy", columns)
+    else:
+        (folder / "term_starts.npy").unlink()
+    index = LexicalIndex.open(tmp_path)
+    assert index.segments == [] and index.problem == f"{tmp_path.name}/{folder.name} cannot be read"

@@ -32,7 +32,7 @@ def memory_text(funes_home):
         if path.suffix == ".lance" and "data" in path.parts:
             table = lance.file.LanceFileReader(str(path)).read_all().to_table()
             parts += [str(value) for column in table.columns for value in column.to_pylist()]
-        elif path.is_file() and path.suffix in (".json", ".npy"):
+        elif path.is_file() and path.suffix in (".json", ".npy", ".bin"):
             parts.append(path.read_bytes().decode("utf-8", "replace"))
     return "\n".join(parts)
 

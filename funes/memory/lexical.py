@@ -45,6 +45,7 @@ returns is still the chunk's own verbatim text.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import io
 import json
@@ -54,7 +55,7 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -527,11 +528,92 @@ def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
+class Vocabulary(Mapping[str, int]):
+    """A saved segment's terms and their columns: the terms' UTF-8 bytes in sorted
+    order, concatenated (``terms.bin``), where each starts (``term_starts.npy``) and
+    each one's column (``term_columns.npy``).  A reader looks up a query's few terms by
+    bisection over the bytes, where a dict of every term had to be parsed first: on
+    every cold recall, for every segment: opening one segment of 1M terms took 0.80-0.85 s
+    with the dict, 17-21 ms now (BENCHMARKS.md, "BM25 vocabularies saved sorted").
+    Segments saved before kept a dict as ``vocab.json``; they are still read (:meth:`load`),
+    and merged into this format."""
+
+    FILES = ("terms.bin", "term_starts.npy", "term_columns.npy")
+    LEGACY_FILE = "vocab.json"
+
+    def __init__(self, terms: bytes, starts: np.ndarray, columns: np.ndarray):
+        self._terms = terms
+        self._starts = starts  # int64, one more than the terms: the last is len(terms)
+        self._columns = columns  # int64, each term's column
+
+    @classmethod
+    def of(cls, vocab: Mapping[str, int]) -> Vocabulary:
+        # Code point order is the UTF-8 bytes' order (surrogates passed through too),
+        # and strings sort faster than bytes.
+        tokens = sorted(vocab)
+        encoded = [token.encode("utf-8", "surrogatepass") for token in tokens]
+        starts = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=starts[1:])
+        columns = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        return cls(b"".join(encoded), starts, columns)
+
+    def _term(self, rank: int) -> bytes:
+        return self._terms[int(self._starts[rank]):int(self._starts[rank + 1])]
+
+    def __getitem__(self, token: str) -> int:
+        key = token.encode("utf-8", "surrogatepass")
+        rank = bisect.bisect_left(range(len(self)), key, key=self._term)
+        if rank == len(self) or self._term(rank) != key:
+            raise KeyError(token)
+        return int(self._columns[rank])
+
+    def __iter__(self) -> Iterator[str]:
+        starts = self._starts.tolist()
+        return (self._terms[start:end].decode("utf-8", "surrogatepass") for start, end in zip(starts, starts[1:]))
+
+    def items(self) -> Iterator[tuple[str, int]]:  # type: ignore[override]
+        """Each term with its column, in term order (a merge reads them all: not one
+        lookup each)."""
+        return zip(self, self._columns.tolist(), strict=True)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def save(self, folder: Path) -> None:
+        _write_file(folder / "terms.bin", self._terms)
+        _write_file(folder / "term_starts.npy", self._starts)
+        _write_file(folder / "term_columns.npy", self._columns)
+
+    @classmethod
+    def files_in(cls, folder: Path) -> tuple[str, ...]:
+        """The vocabulary's files in a saved segment's ``folder``: this format's, or the
+        ``vocab.json`` of a segment saved before it."""
+        return (cls.LEGACY_FILE,) if (folder / cls.LEGACY_FILE).exists() else cls.FILES
+
+    @classmethod
+    def load(cls, folder: Path, n_terms: int) -> Mapping[str, int]:
+        """The vocabulary saved in ``folder`` for a matrix of ``n_terms`` columns;
+        ValueError (or OSError) when its files do not fit together or with it."""
+        if cls.files_in(folder) == (cls.LEGACY_FILE,):
+            vocab = json.loads((folder / cls.LEGACY_FILE).read_text(encoding="utf-8"))
+            if not isinstance(vocab, dict):
+                raise ValueError(f"{cls.LEGACY_FILE} is not an object")
+            return vocab
+        terms = (folder / "terms.bin").read_bytes()
+        starts = np.load(folder / "term_starts.npy")
+        columns = np.load(folder / "term_columns.npy")
+        if not (starts.dtype == columns.dtype == np.int64 and starts.ndim == columns.ndim == 1
+                and len(starts) == len(columns) + 1 and starts[0] == 0 and starts[-1] == len(terms)
+                and (np.diff(starts) >= 0).all() and (len(columns) == 0 or 0 <= columns.min() <= columns.max() <= n_terms)):
+            raise ValueError("its vocabulary does not fit its terms or its columns")
+        return cls(terms, starts, columns)
+
+
 @dataclass
 class Segment:
     name: str
     ids: np.ndarray  # chunk ids, '<U16'
-    vocab: dict[str, int]
+    vocab: Mapping[str, int]  # a dict as built or merged, a Vocabulary as loaded
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
@@ -674,13 +756,14 @@ class Segment:
     @classmethod
     def load(cls, folder: Path) -> Segment:
         """A saved segment; ValueError (or OSError) when its files do not fit together."""
+        indptr = np.load(folder / "indptr.npy", mmap_mode="r")
         segment = cls(
             name=folder.name,
             ids=np.load(folder / "ids.npy"),
-            vocab=json.loads((folder / "vocab.json").read_text(encoding="utf-8")),
+            vocab=Vocabulary.load(folder, max(len(indptr) - 1, 0)),
             data=np.load(folder / "data.npy", mmap_mode="r"),
             indices=np.load(folder / "indices.npy", mmap_mode="r"),
-            indptr=np.load(folder / "indptr.npy", mmap_mode="r"),
+            indptr=indptr,
             tf=np.load(folder / "tf.npy", mmap_mode="r"),
             lengths=np.load(folder / "lengths.npy", mmap_mode="r"),
         )
@@ -696,12 +779,13 @@ class Segment:
 # gets a new name), so a long-lived reader (the MCP server) that follows the table
 # through version bumps (vectors filled in) reuses what it loaded instead of reading
 # it again; files found changed or gone (damage) are loaded, and checked, anew.
-SEGMENT_FILES = ("ids.npy", "data.npy", "indices.npy", "indptr.npy", "tf.npy", "lengths.npy", "vocab.json")
+SEGMENT_ARRAY_FILES = ("ids.npy", "data.npy", "indices.npy", "indptr.npy", "tf.npy", "lengths.npy")
 _OPENED: dict[Path, dict[str, tuple[tuple[tuple[int, int], ...], Segment]]] = {}
 
 
 def _files_signature(folder: Path) -> tuple[tuple[int, int], ...]:
-    return tuple((stat.st_size, stat.st_mtime_ns) for stat in (os.stat(folder / f) for f in SEGMENT_FILES))
+    files = (*SEGMENT_ARRAY_FILES, *Vocabulary.files_in(folder))
+    return tuple((stat.st_size, stat.st_mtime_ns) for stat in (os.stat(folder / f) for f in files))
 
 
 def _opened_segment(folder: Path, name: str) -> tuple[tuple[tuple[int, int], ...], Segment]:
@@ -753,7 +837,7 @@ def _write_file(path: Path, data: bytes | np.ndarray | tuple[np.dtype, int, Iter
 _ARRAYS = ("data", "indices", "indptr", "tf", "lengths")  # a segment's arrays a reader maps
 
 
-def _save_segment(folder: Path, arrays: dict[str, np.ndarray], vocab: dict[str, int],
+def _save_segment(folder: Path, arrays: dict[str, np.ndarray], vocab: Mapping[str, int],
                   streamed: tuple[str, np.dtype, int, Iterable[np.ndarray]] | None = None) -> None:
     """A segment's files written into a fresh folder beside ``folder``, then moved to
     it: ``arrays`` whole, ``streamed`` (name, dtype, length, blocks) as its blocks
@@ -767,7 +851,7 @@ def _save_segment(folder: Path, arrays: dict[str, np.ndarray], vocab: dict[str, 
         if streamed is not None:
             name, dtype, length, blocks = streamed
             _write_file(tmp / f"{name}.npy", (dtype, length, blocks))
-        _write_file(tmp / "vocab.json", json.dumps(vocab, ensure_ascii=False).encode("utf-8"))
+        (vocab if isinstance(vocab, Vocabulary) else Vocabulary.of(vocab)).save(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half-written segment behind
         raise
@@ -897,7 +981,7 @@ class LexicalIndex:
         cached = self._doc_freq_cache.get(token)
         if cached is None:
             cached = tuple(
-                s.doc_freq(s.vocab[token]) if token in s.vocab else 0 for s in self.segments
+                0 if (column := s.vocab.get(token)) is None else s.doc_freq(column) for s in self.segments
             )
             self._doc_freq_cache[token] = cached
         return cached
