@@ -892,7 +892,7 @@ class LexicalIndex:
         self.segments = segments
         self.table_version = table_version
         self.problem = problem
-        self._doc_freq_cache: dict[str, tuple[int, ...]] = {}
+        self._term_cache: dict[str, tuple[tuple[int, int], ...]] = {}
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -947,16 +947,14 @@ class LexicalIndex:
         if not tokens or not self.segments or k <= 0:
             return []
         total_docs = self.n_docs
-        global_df = {t: sum(self._segment_dfs(t)) for t in set(tokens)}
+        terms = {t: self._segment_terms(t) for t in set(tokens)}
+        global_df = {t: sum(df for _, df in found) for t, found in terms.items()}
         hits: list[tuple[float, str]] = []
-        for segment in self.segments:
+        for number, segment in enumerate(self.segments):
             scores = np.zeros(segment.n_docs, dtype=np.float32)
             touched = False
             for token in tokens:
-                token_id = segment.vocab.get(token)
-                if token_id is None:
-                    continue
-                seg_df = segment.doc_freq(token_id)
+                token_id, seg_df = terms[token][number]
                 if seg_df == 0:
                     continue
                 weight = _lucene_idf(np.float64(global_df[token]), total_docs) / _lucene_idf(
@@ -977,13 +975,15 @@ class LexicalIndex:
         hits.sort(key=lambda pair: (-pair[0], pair[1]))
         return [(chunk, score) for score, chunk in hits[:k]]
 
-    def _segment_dfs(self, token: str) -> tuple[int, ...]:
-        cached = self._doc_freq_cache.get(token)
+    def _segment_terms(self, token: str) -> tuple[tuple[int, int], ...]:
+        """Each segment's column of ``token`` and its document frequency there ((-1, 0)
+        where it has none): one bisection a segment per query term, remembered while
+        the segments stay."""
+        cached = self._term_cache.get(token)
         if cached is None:
-            cached = tuple(
-                0 if (column := s.vocab.get(token)) is None else s.doc_freq(column) for s in self.segments
-            )
-            self._doc_freq_cache[token] = cached
+            cached = tuple((-1, 0) if (column := s.vocab.get(token)) is None else (column, s.doc_freq(column))
+                           for s in self.segments)
+            self._term_cache[token] = cached
         return cached
 
     def with_transient(self, ids: Sequence[str], texts: Sequence[str]) -> LexicalIndex:
@@ -1058,7 +1058,7 @@ class LexicalIndex:
         os.replace(tmp, self.folder / MANIFEST)
         self.segments = segments
         self.table_version = table_version
-        self._doc_freq_cache.clear()
+        self._term_cache.clear()
         self._remove_orphans({s.name for s in segments})
 
     def _remove_orphans(self, live: set[str]) -> None:
