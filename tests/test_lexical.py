@@ -319,9 +319,10 @@ def test_a_saved_vocabulary_finds_each_of_its_terms_and_nothing_else(tmp_path):
         assert absent not in loaded and loaded.get(absent) is None
 
 
-def test_segments_saved_with_a_json_vocabulary_are_searched_and_merged_into_the_new_files(tmp_path):
-    """A memory indexed before vocabularies were saved sorted keeps its segments: they
-    are read as they are, and the next merge writes them in the new files."""
+def test_segments_saved_with_a_json_vocabulary_are_read_then_saved_sorted_at_the_next_commit(tmp_path):
+    """A memory indexed before vocabularies were saved sorted is read as it is; the
+    next writer's commit saves its segments again (arrays linked, vocabulary sorted)
+    under new names, and a reader that had opened the old ones still searches them."""
     from funes.memory.lexical import Vocabulary
 
     ids, texts = _corpus(120)
@@ -335,17 +336,22 @@ def test_segments_saved_with_a_json_vocabulary_are_searched_and_merged_into_the_
         (folder / name).unlink()
     (folder / Vocabulary.LEGACY_FILE).write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
 
-    old = LexicalIndex.open(tmp_path)
-    assert old.problem is None and {query: old.search(query, 20) for query in queries} == before
+    reader = LexicalIndex.open(tmp_path)
+    assert reader.problem is None and {query: reader.search(query, 20) for query in queries} == before
+    LexicalIndex.open(tmp_path).mark_version(2)  # a writer's commit that adds no text
+    (resaved,) = LexicalIndex.open(tmp_path).segments
+    assert resaved.name != folder.name and not folder.exists() and not any(tmp_path.rglob(Vocabulary.LEGACY_FILE))
+    assert Vocabulary.files_in(tmp_path / resaved.name) == Vocabulary.FILES
+    assert {query: LexicalIndex.open(tmp_path).search(query, 20) for query in queries} == before
+    assert {query: reader.search(query, 20) for query in queries} == before
+
+    writer = LexicalIndex.open(tmp_path)
     for start in range(30, 120, 30):  # three more segments of its level: the four are merged
-        old.add(ids[start:start + 30], texts[start:start + 30], start, _fetcher(ids, texts))
-    after = LexicalIndex.open(tmp_path)
-    assert len(after.segments) == 1 and not (tmp_path / folder.name).exists()
-    assert Vocabulary.files_in(tmp_path / after.segments[0].name) == Vocabulary.FILES
+        writer.add(ids[start:start + 30], texts[start:start + 30], start, _fetcher(ids, texts))
     rebuilt = LexicalIndex.open(tmp_path / "fresh")
     rebuilt.rebuild(ids, texts, 1)
     for query in queries:
-        assert after.search(query, 20) == rebuilt.search(query, 20)
+        assert LexicalIndex.open(tmp_path).search(query, 20) == rebuilt.search(query, 20)
 
 
 @pytest.mark.parametrize("damage", ["truncated terms", "column past the matrix", "starts missing"])

@@ -753,6 +753,29 @@ class Segment:
         embeds).  Its ids and vocabulary stay as they are: the same, and in use."""
         return replace(self, **_mapped_arrays(folder))
 
+    def resaved(self, folder: Path, new: Path) -> Segment:
+        """This segment, saved in ``folder`` with a ``vocab.json``, saved again as ``new``
+        with its vocabulary sorted (:class:`Vocabulary`), so that a memory indexed
+        before gets the faster reads at its next commit, not only as its segments are
+        merged (its largest seldom are).  The arrays are hard links to the old files, not
+        copies; the old folder stays for readers that opened it until the commit
+        removes it as an orphan."""
+        tmp = new.with_name(new.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            for name in SEGMENT_ARRAY_FILES:
+                try:
+                    os.link(folder / name, tmp / name)
+                except OSError:  # a file system without hard links
+                    shutil.copyfile(folder / name, tmp / name)
+            Vocabulary.of(self.vocab).save(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        os.replace(tmp, new)
+        return replace(self, name=new.name, **_mapped_arrays(new))
+
     @classmethod
     def load(cls, folder: Path) -> Segment:
         """A saved segment; ValueError (or OSError) when its files do not fit together."""
@@ -1038,9 +1061,12 @@ class LexicalIndex:
         self.folder.mkdir(parents=True, exist_ok=True)  # a new memory's first commit may add no text
         saved = []
         for segment in segments:
-            if not (self.folder / segment.name).exists():
-                segment.save(self.folder / segment.name)
-                segment = segment.mapped(self.folder / segment.name)
+            folder = self.folder / segment.name
+            if not folder.exists():
+                segment.save(folder)
+                segment = segment.mapped(folder)
+            elif Vocabulary.files_in(folder) == (Vocabulary.LEGACY_FILE,):
+                segment = segment.resaved(folder, self.folder / self._new_name())
             saved.append(segment)
         segments = saved
         manifest = {
