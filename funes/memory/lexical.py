@@ -536,7 +536,7 @@ class Vocabulary(Mapping[str, int]):
     every cold recall, for every segment: opening one segment of 1M terms took 0.80-0.85 s
     with the dict, 17-21 ms now (BENCHMARKS.md, "BM25 vocabularies saved sorted").
     Segments saved before kept a dict as ``vocab.json``; they are still read (:meth:`load`),
-    and merged into this format."""
+    and a writer's next commit saves them again in this format (:meth:`Segment.resaved`)."""
 
     FILES = ("terms.bin", "term_starts.npy", "term_columns.npy")
     LEGACY_FILE = "vocab.json"
