@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from funes.embedding import awaiting_vector_sql
 from funes.errors import bounded_int, positive_number
 from funes.memory.store import Memory
 from funes.provenance import decode_commands, decode_files
@@ -36,6 +37,8 @@ from funes.retrieval.ranking import Ranking
 
 # How many each retriever contributes to fusion.
 POOL = 100
+# The pool rows' flag: still owed a vector under the memory's policy.
+PENDING = "_pending"
 NEIGHBOR_PREVIEW = 160
 
 
@@ -193,10 +196,15 @@ class Recaller:
         if self.fusion.uses_dense and (allowed is None or len(allowed)) and not self.memory.known_without_vectors():
             vector = self.embedder.embed([query])[0]
             dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
-        fused = self.fusion.fuse(lexical, dense, pool)
-        # The ranking reads a few columns of the whole pool; only its finalists are
-        # read whole (by row id: no second scan).
-        pool_rows = self.memory.rows([chunk for chunk, _ in fused], RANKING_COLUMNS, row_ids=True)
+        # The ranking reads a few columns of the whole pool (and, when both retrievers
+        # answered and the memory may have a backlog, which candidates are still owed a
+        # vector: fusion scores those by their BM25 rank); only its finalists are read
+        # whole (by row id: no second scan).
+        flags = ({PENDING: awaiting_vector_sql(self.memory.dense_tiers)}
+                 if lexical and dense and not self.memory.known_without_backlog() else None)
+        pool_rows = self.memory.rows([chunk for chunk, _ in (*lexical, *dense)], RANKING_COLUMNS, row_ids=True,
+                                     computed=flags)
+        fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})
         splits = self.memory.block_splits(pool_rows.values()) if self.ranking.split_exponent else None
         fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
         rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])

@@ -98,3 +98,24 @@ def test_unknown_methods_are_usage_errors(bad):
         Fusion.named(bad)
     with pytest.raises(UsageError):
         Fusion(bad)
+
+
+def test_a_candidate_owed_a_vector_gets_the_cosine_at_its_bm25_rank():
+    lexical = [("a", 8.0), ("p", 6.0), ("q", 4.0), ("b", 2.0)]
+    dense = [("c", 0.9), ("a", 0.7), ("b", 0.3)]
+    fused = dict(Fusion("convex", 0.6, 0.4).fuse(lexical, dense, pool=4, pending={"p", "q", "c"}))
+    # "p" is BM25's second: the dense list's second cosine; "q" is fourth, past the
+    # dense list's end: its last.
+    assert fused["p"] == pytest.approx(0.6 * 0.75 + 0.4 * 0.7)
+    assert fused["q"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.3)
+    # A candidate the vector search returned keeps its own cosine, pending or not.
+    assert fused["c"] == pytest.approx(0.6 * 0.25 + 0.4 * 0.9)
+    # Not pending (a row the memory never embeds): the floor, as before.
+    assert dict(Fusion("convex", 0.6, 0.4).fuse(lexical, dense, pool=4))["p"] == pytest.approx(0.6 * 0.75 + 0.4 * 0.3)
+
+
+def test_pending_changes_nothing_without_a_dense_list_or_outside_convex():
+    lexical = [("a", 3.0), ("p", 2.0)]
+    assert Fusion("convex").fuse(lexical, [], pending={"p"}) == Fusion("convex").fuse(lexical, [])
+    dense = [("a", 0.9)]
+    assert Fusion.named("rrf").fuse(lexical, dense, pending={"p"}) == Fusion.named("rrf").fuse(lexical, dense)
