@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,11 @@ class DevSet:
     # over document vectors ``vector_set`` (a key of :attr:`alternative_vectors`; None:
     # the stored ones) against queries embedded by ``query_set`` (likewise).
     dense_tiers: frozenset[int] | None = None
+    # Rows of those tiers still owed a vector (a backlog): left out of the vector
+    # search and handed to fusion as pending, as the product does.
+    pending: frozenset[str] = frozenset()
+    # Score them at the dense list's floor, as funes did before stop 34 (for comparison).
+    pending_at_floor: bool = False
     vector_set: str | None = None
     query_set: str | None = None
     alternative_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -148,8 +153,8 @@ class DevSet:
     def dense(self) -> list[list[tuple[str, float]]]:
         """Vector candidates per question, as a memory holding vectors only for the
         rows of :attr:`dense_tiers` would return them (rows without one are left to
-        BM25, as in the product)."""
-        key = (self.dense_tiers, self.vector_set, self.query_set)
+        BM25, as in the product), less the :attr:`pending` ones."""
+        key = (self.dense_tiers, self.pending, self.vector_set, self.query_set)
         if key not in self._dense:
             vectors = self.alternative_vectors[self.vector_set][0] if self.vector_set else self.vectors
             queries = self.alternative_vectors[self.query_set][1] if self.query_set else self.query_vectors
@@ -157,6 +162,8 @@ class DevSet:
             if self.dense_tiers is not None:
                 searched = np.array([(self.rows[i]["tier"] or 0) in self.dense_tiers for i in self.ids])
                 similarity[:, ~searched] = -np.inf
+            if self.pending:
+                similarity[:, np.array([i in self.pending for i in self.ids])] = -np.inf
             pool = min(POOL, int(np.isfinite(similarity[0]).sum()))
             out = []
             for row in similarity:
@@ -165,6 +172,17 @@ class DevSet:
                 out.append([(self.ids[i], float(row[i])) for i in top])
             self._dense[key] = out
         return self._dense[key]
+
+    def backlog(self, tiers: frozenset[int], embedded: Mapping[int, float]) -> frozenset[str]:
+        """The rows of ``tiers`` a backlog still owes a vector once ``embedded[tier]``
+        (a share) of each tier has one, filled newest first as the product's backlog
+        is (a tier not named: none embedded yet)."""
+        pending: set[str] = set()
+        for tier in tiers:
+            rows = sorted((r for r in self.rows.values() if r["tier"] == tier),
+                          key=lambda r: (r["ts"] or "", r["id"]), reverse=True)
+            pending.update(r["id"] for r in rows[round(len(rows) * embedded.get(tier, 0.0)):])
+        return frozenset(pending)
 
     def reembedded(self, name: str, embedder, tiers: frozenset[int] | None = None) -> None:
         """The rows of ``tiers`` (None: every row) and every question embedded again
@@ -188,7 +206,7 @@ class DevSet:
         dense = self.dense() if fusion.uses_dense else [[] for _ in self.qrels]
         out = {}
         for question, lex, den in zip(self.qrels, lexical, dense, strict=True):
-            fused = fusion.fuse(lex, den, POOL)
+            fused = fusion.fuse(lex, den, POOL, () if self.pending_at_floor else self.pending)
             ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits)
             out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.shown(c, shown)}
                                     for c, _ in ranked[:10]]
