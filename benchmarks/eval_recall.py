@@ -493,6 +493,18 @@ def _group_of(name: str):
     return (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
 
 
+def _dev_sets(kit: Path, corpora: dict[str, Path], what: str):
+    """(name, loaded :class:`recall_ablation.DevSet`, the kit's scorer module) per set."""
+    import recall_ablation as ra
+
+    sys.path.insert(0, str(kit))
+    import score as sc
+
+    for name, corpus in corpora.items():
+        print(f"[{name}] {what} …", file=sys.stderr, flush=True)
+        yield name, ra.DevSet.load(name, corpus, kit), sc
+
+
 def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str] = (),
                   cross_validate: bool = False) -> dict:
     """The shipped ranking with vectors only for some tiers (rows without one found by
@@ -502,17 +514,12 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str]
     grid chosen again without each fold, 243 settings a tier setting on coding)."""
     import recall_ablation as ra
 
-    sys.path.insert(0, str(kit))
-    import score as sc
-
     from funes.embedding import DENSE_TIERS, INT8_TIERS
     from funes.retrieval.fusion import DEFAULT as FUSION
     from funes.retrieval.ranking import DEFAULT as RANKING
 
     out: dict = {}
-    for name, corpus in corpora.items():
-        print(f"[{name}] tier ablation …", file=sys.stderr, flush=True)
-        dev = ra.DevSet.load(name, corpus, kit)
+    for name, dev, sc in _dev_sets(kit, corpora, "tier ablation"):
         group_of = _group_of(name)
         groups = sorted({group_of(q) for q in dev.qrels})
         settings: list[tuple[str, frozenset[int] | None, str | None, str | None]] = [
@@ -604,17 +611,12 @@ def backlog_ablation(kit: Path, corpora: dict[str, Path]) -> dict:
     the bounds."""
     import recall_ablation as ra
 
-    sys.path.insert(0, str(kit))
-    import score as sc
-
     from funes.embedding import DENSE_TIERS
     from funes.retrieval.fusion import DEFAULT as FUSION
     from funes.retrieval.ranking import DEFAULT as RANKING
 
     out: dict = {}
-    for name, corpus in corpora.items():
-        print(f"[{name}] backlog ablation …", file=sys.stderr, flush=True)
-        dev = ra.DevSet.load(name, corpus, kit)
+    for name, dev, sc in _dev_sets(kit, corpora, "backlog ablation"):
         group_of = _group_of(name)
         tiers = frozenset(DENSE_TIERS)
         states = [("BM25 only (no vector yet)", frozenset(), frozenset(), False),
