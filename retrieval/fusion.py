@@ -11,20 +11,22 @@ BM25 match is than the tenth, which ranks discard, and lets BM25 lead:
 A candidate one retriever did not return gets that retriever's lowest returned
 score (what it is known not to exceed), or 0 from BM25 when BM25 returned
 fewer than it was asked for (then every chunk it left out matched no query
-term).  Except a candidate still *owed* a vector (a memory's backlog: the row's
-tier is one the memory embeds, its vector not computed yet): the vector search
-could not return it, and its lowest-returned floor would sink it below rows of
-the same kind that happen to be embedded already.  It gets the cosine the dense
-list holds at its BM25 rank instead (as if it stood as high by meaning as by
-keywords).  On the coding dev set a memory with half its text and all its tool
-output awaiting vectors, the state of a first index's first minutes, scored R@10 /
-MRR@10 0.705 / 0.398 with the floor, below BM25 alone (0.752 / 0.418); see
-BENCHMARKS.md "Recall while vectors are pending".  Rows a memory's policy never
-embeds (tool calls, by default) keep the floor: the weights were chosen with it.  The methods were compared on the LoCoMo dev split, and the weights
+term).  The methods were compared on the LoCoMo dev split, and the weights
 chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
 convex fusion beat weighted RRF at every weight tried, and the result is flat
 for dense weights 0.3–0.5; on the coding dev set too, with the ranking stage
 that follows (retrieval/ranking.py), 0.4 is within noise of the best.
+
+The floor has one exception, in ``convex``: a candidate still *owed* a vector (a memory's backlog: the
+row's tier is one the memory embeds, its vector not computed yet): the vector
+search could not return it, and the floor would sink it below rows of the same
+kind that happen to be embedded already.  It gets the cosine the dense list holds
+at its BM25 rank instead (as if it stood as high by meaning as by keywords).  On
+the coding dev set a memory with half its text and all its tool output awaiting
+vectors, the state of a first index's first minutes, scored R@10 / MRR@10 0.705 /
+0.398 with the floor, below BM25 alone (0.752 / 0.418), and 0.770 / 0.429 so; see
+BENCHMARKS.md "Recall while vectors are pending".  Rows a memory's policy never
+embeds (tool calls, by default) keep the floor: the weights were chosen with it.
 
 ``--fusion`` (or ``FUNES_FUSION``) picks one of :data:`METHODS`: ``convex``
 (the default), ``rrf`` (equal-weight RRF, k=60), ``lexical`` (BM25 only: no
@@ -78,6 +80,11 @@ class Fusion:
     @property
     def uses_dense(self) -> bool:
         return self.method != "lexical"
+
+    @property
+    def weighs_pending(self) -> bool:
+        """Whether :meth:`fuse` scores candidates still owed a vector differently."""
+        return self.method == "convex"
 
     def fuse(self, lexical: Ranking, dense: Ranking, pool: int | None = None,
              pending: Collection[str] = ()) -> list[tuple[str, float]]:

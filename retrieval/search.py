@@ -200,8 +200,8 @@ class Recaller:
         # answered and the memory may have a backlog, which candidates are still owed a
         # vector: fusion scores those by their BM25 rank); only its finalists are read
         # whole (by row id: no second scan).
-        flags = ({PENDING: awaiting_vector_sql(self.memory.dense_tiers)}
-                 if lexical and dense and not self.memory.known_without_backlog() else None)
+        asks = lexical and dense and self.fusion.weighs_pending and not self.memory.known_without_backlog()
+        flags = {PENDING: awaiting_vector_sql(self.memory.dense_tiers)} if asks else None
         pool_rows = self.memory.rows([chunk for chunk, _ in (*lexical, *dense)], RANKING_COLUMNS, row_ids=True,
                                      computed=flags)
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})

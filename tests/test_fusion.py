@@ -119,3 +119,7 @@ def test_pending_changes_nothing_without_a_dense_list_or_outside_convex():
     assert Fusion("convex").fuse(lexical, [], pending={"p"}) == Fusion("convex").fuse(lexical, [])
     dense = [("a", 0.9)]
     assert Fusion.named("rrf").fuse(lexical, dense, pending={"p"}) == Fusion.named("rrf").fuse(lexical, dense)
+
+
+def test_only_convex_weighs_pending_candidates():
+    assert [m for m in METHODS if Fusion.named(m).weighs_pending] == ["convex"]
