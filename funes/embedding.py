@@ -5,7 +5,7 @@ Two backends compute the same fp32 vectors (mean pooling over the attention mask
 then L2 normalisation, 256-token window):
 
 * CPU: onnxruntime on an ONNX file exported here from the shipped safetensors and
-  cached under ``models_dir()/<revision>/model.fp32.onnx``, with ``tokenizers``.  It
+  cached under ``models_dir()/<revision>/model-eager.fp32.onnx``, with ``tokenizers``.  It
   starts in ~0.3 s and never imports torch once the export exists, which is what a
   cold ``funes recall`` can afford; it is also ~1.4x faster than torch on CPU.
 * CUDA: sentence-transformers in fp32 with large batches, for indexing on a GPU.
@@ -460,10 +460,23 @@ class Embedder(ABC):
         return np.zeros((0, self.identity.dim), dtype=np.float32)
 
 
+# The cached models' names.  "eager": the export traces BERT's eager attention, whose
+# MatMul-Softmax-MatMul onnxruntime's BERT optimizer fuses into one Attention op a
+# layer (QAttention once quantised).  transformers 5 traces its default attention
+# (sdpa) with an IsNaN/Where masking pattern the optimizer leaves unfused: the int8
+# model derived from such an export ran ~400 ops a text instead of ~150 and took 8-11 %
+# more CPU a text on the 300k day-zero memory's text and tool output (BENCHMARKS.md
+# "Embedding", stop 35).  Both exports' fp32 outputs agree to 2e-7.
+EXPORT_STEM = "model-eager"
+# What earlier funes cached beside it, removed once the new export is written:
+# model.onnx had its weights inside, model.{fp32,int8}.onnx traced sdpa attention.
+SUPERSEDED_EXPORTS = ("model.onnx", "model.fp32.onnx", "model.fp32.onnx.data", "model.int8.onnx")
+
+
 def onnx_path(precision: str = "fp32") -> Path:
     """Where the ONNX model of the shipped weights at ``precision`` is cached (the
     fp32 one with its weights beside it: :func:`write_with_external_weights`)."""
-    return models_dir() / IDENTITY.revision / f"model.{precision}.onnx"
+    return models_dir() / IDENTITY.revision / f"{EXPORT_STEM}.{precision}.onnx"
 
 
 def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | None = None) -> None:
@@ -472,8 +485,8 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
 
     ``fuse_bert`` (attention heads, hidden size) first fuses the BERT graph
     (onnxruntime's transformer optimizer: one Attention, SkipLayerNorm and Gelu op a
-    layer) and then quantises every op it can, attention and the embedding tables
-    included; without it only MatMul weights are quantised.  Neither step reads the
+    layer, when the export traced eager attention: :data:`EXPORT_STEM`) and then
+    quantises every op it can, attention and the embedding tables included; without it only MatMul weights are quantised.  Neither step reads the
     network, and neither imports torch: the optimizer's first step, onnxruntime's
     basic graph optimisation, is run here through a plain session, because
     ``optimize_model`` imports torch for it (only to ask whether torch was built
@@ -526,8 +539,9 @@ def cached_model(precision: str = "fp32") -> Path:
     if not path.is_file():
         if precision == "fp32":
             export_embedding_onnx(path)
-            # An earlier funes's export, its weights inside: 90 MB no reader opens now.
-            path.with_name("model.onnx").unlink(missing_ok=True)
+            # Up to 110 MB that no reader of this funes opens.
+            for name in SUPERSEDED_EXPORTS:
+                path.with_name(name).unlink(missing_ok=True)
         else:
             quantise_embedding_onnx(cached_model("fp32"), path)
     return path
@@ -575,7 +589,8 @@ def export_here(path: str | Path) -> None:
     with quiet_model_loading():
         from transformers import BertModel
 
-        model = BertModel.from_pretrained(str(weights.parent), local_files_only=True)
+        # Eager attention, which the int8 derivation fuses (EXPORT_STEM).
+        model = BertModel.from_pretrained(str(weights.parent), local_files_only=True, attn_implementation="eager")
     export_onnx(
         model,
         ("input_ids", "attention_mask", "token_type_ids"),
