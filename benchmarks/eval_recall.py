@@ -464,28 +464,33 @@ tier.  The leave-one-out estimates (`--tiers-cv`: the ranking grid chosen again
 without each fold, 243 settings a row on coding) did not finish in 10 minutes at
 load 9–17 and were not run; the per-fold rows are at the shipped weights.
 
-*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, dynamic per-channel
-int8, derived locally from the fp32 export, one text a run: `CPU_BATCH_SIZE`), against
-every row's fp32 vector (the tool calls a memory leaves to BM25 are embedded at fp32
-here for the reference).  *What a memory created now stores* (`funes.embedding.INT8_TIERS`,
-since stop 31: text, thinking and tool results at int8, queries fp32): coding 0.787 /
-0.435 in sample against 0.797 / 0.443 for the same tiers in fp32, leave-one-out 0.777
-/ 0.436 against 0.787 / 0.431; R@10 moves on one session only (258c7280, 0.788 →
-0.758: one of its 33 questions).  LoCoMo 0.780 / 0.561 against 0.782 / 0.561 in
-sample (1,018 questions), 0.785 / 0.556 against 0.785 / 0.555 left out; by conversation R@10 −0.005 to 0.  A
-question is a fifth of a standard error on coding (0.045), and text embeds a third
-faster at int8 (BENCHMARKS "Embedding", the bulk backlog: 84 against 63 chunks/s on
-tier 1 of the 300k day-zero memory, stop 31), which is what bounds how soon a first
-index's text is searchable by meaning: shipped.  Stops 24–30 stored text at fp32 and
-tool results at int8 (coding 0.787 / 0.441 in sample, 0.767 / 0.425 left out, on
-2026-12-02); a memory keeps the stamp it was created with.  *Every document at int8*
-(tool calls too) with fp32 queries: coding 0.787 / 0.434, LoCoMo 0.780 / 0.561; with
-int8 queries too, 0.797 / 0.434 and 0.780 / 0.562.  These int8 rows moved from the
-2026-12-02 measurement of the same settings (then 0.787 / 0.438 and 0.787 / 0.438 on
-coding, leave-one-out 0.767 / 0.431 and 0.772 / 0.448) by one question of R@10 and up
-to 0.03 of MRR left out; the cause was not traced.  One text a run quantises each
-text by its own scale: with the batches of 8 of stop 21 every-document int8 scored
-LoCoMo R@10 0.777 (fp32 queries 0.779).
+*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a layer
+since stop 35, dynamic per-channel int8, derived locally from the fp32 export, one text
+a run: `CPU_BATCH_SIZE`), against every row's fp32 vector (the tool calls a memory
+leaves to BM25 are embedded at fp32 here for the reference).  *What a memory created
+now stores* (`funes.embedding.INT8_TIERS`, since stop 31: text, thinking and tool
+results at int8, queries fp32): coding 0.787 / 0.439 in sample against 0.797 / 0.443
+for the same tiers in fp32, leave-one-out 0.777 / 0.415 against 0.787 / 0.431; R@10
+moves on one session only (258c7280, 0.788 → 0.758: one of its 33 questions).  LoCoMo
+0.781 / 0.563 against 0.782 / 0.561 in sample (1,018 questions), 0.786 / 0.556
+against 0.785 / 0.555 left out; by conversation R@10 −0.006 to 0.  A question is a
+fifth of a standard error on coding (0.045), and text embeds a third faster at int8
+(BENCHMARKS "Embedding", the bulk backlog: 84 against 63 chunks/s on tier 1 of the
+300k day-zero memory, stop 31), which is what bounds how soon a first index's text is
+searchable by meaning: shipped.  Stops 31–34 derived the int8 model from an export
+whose attention the optimizer could not fuse (transformers' sdpa: BENCHMARKS
+"Embedding", stop 35), 5–11 % more CPU a text for the same cosine to fp32; that graph
+scored coding 0.787 / 0.435 in sample and 0.777 / 0.436 left out, LoCoMo 0.780 / 0.561
+and 0.785 / 0.556: the same R@10 on every session and conversation but conv-41 (0.792
+now against 0.798), left-out coding MRR 0.021 lower now, in sample 0.004 higher.
+Stops 24–30 stored text at fp32 and tool results at int8 (coding 0.787 / 0.441 in
+sample, 0.767 / 0.425 left out, on 2026-12-02); a memory keeps the stamp it was created
+with, and its int8 vectors from the unfused graph stay beside new ones from the fused
+graph (cosine 0.993–0.995 between the two on the 300k memory's text and tool output,
+each 0.990 to fp32).  *Every document at int8* (tool calls too) with fp32 queries:
+coding 0.787 / 0.436, LoCoMo 0.781 / 0.563; with int8 queries too, 0.797 / 0.435 and
+0.781 / 0.563.  One text a run quantises each text by its own scale: with the batches
+of 8 of stop 21 every-document int8 scored LoCoMo R@10 0.777 (fp32 queries 0.779).
 """
 
 

@@ -464,9 +464,10 @@ class Embedder(ABC):
 # MatMul-Softmax-MatMul onnxruntime's BERT optimizer fuses into one Attention op a
 # layer (QAttention once quantised).  transformers 5 traces its default attention
 # (sdpa) with an IsNaN/Where masking pattern the optimizer leaves unfused: the int8
-# model derived from such an export ran ~400 ops a text instead of ~150 and took 8-11 %
-# more CPU a text on the 300k day-zero memory's text and tool output (BENCHMARKS.md
-# "Embedding", stop 35).  Both exports' fp32 outputs agree to 2e-7.
+# model derived from such an export ran 443 graph nodes a text instead of 124 and took
+# 5-11 % more CPU a text on the 300k day-zero memory's text and tool output, for the
+# same cosine to fp32 (BENCHMARKS.md "Embedding", stop 35).  Both exports' fp32 outputs
+# agree to 2e-7.
 EXPORT_STEM = "model-eager"
 # What earlier funes cached beside it, removed once the new export is written:
 # model.onnx had its weights inside, model.{fp32,int8}.onnx traced sdpa attention.
