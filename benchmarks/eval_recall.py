@@ -460,9 +460,9 @@ stay, first in the backlog (then tool results, newest first within a tier).  The
 default, tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
 `benchmarks/recall_choice.json`), scores 0.797 / 0.443 on coding and 0.782 /
 0.561 on LoCoMo in process, against 0.797 / 0.438 and 0.782 / 0.561 with every
-tier.  The leave-one-out estimates (`--tiers-cv`: the ranking grid chosen again
-without each fold, 243 settings a row on coding) did not finish in 10 minutes at
-load 9–17 and were not run; the per-fold rows are at the shipped weights.
+tier.  The leave-one-out estimates (`--tiers-cv`) choose the ranking grid again without
+each fold (243 settings a row on coding; 17 minutes for the whole command at
+stop 35); the per-fold rows are at the shipped weights.
 
 *int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a layer
 since stop 35, dynamic per-channel int8, derived locally from the fp32 export, one text
