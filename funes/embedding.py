@@ -487,14 +487,14 @@ def quantise_onnx(source: Path, target: Path, *, fuse_bert: tuple[int, int] | No
     ``fuse_bert`` (attention heads, hidden size) first fuses the BERT graph
     (onnxruntime's transformer optimizer: one Attention, SkipLayerNorm and Gelu op a
     layer, when the export traced eager attention: :data:`EXPORT_STEM`) and then
-    quantises every op it can, attention and the embedding tables included; without it only MatMul weights are quantised.  Neither step reads the
-    network, and neither imports torch: the optimizer's first step, onnxruntime's
-    basic graph optimisation, is run here through a plain session, because
-    ``optimize_model`` imports torch for it (only to ask whether torch was built
-    for ROCm) and torch took the child deriving the embedding model from 0.7 to
-    1.1 GB; its Python fusions then run with ``opt_level=0``.  The same bytes as
-    ``optimize_model(opt_level=1)``, which does these two steps (compared with
-    ``cmp`` when this changed).
+    quantises every op it can, attention and the embedding tables included; without it
+    only MatMul weights are quantised.  Neither step reads the network, and neither
+    imports torch: the optimizer's first step, onnxruntime's basic graph optimisation,
+    is run here through a plain session, because ``optimize_model`` imports torch for it
+    (only to ask whether torch was built for ROCm) and torch took the child deriving the
+    embedding model from 0.7 to 1.1 GB; its Python fusions then run with
+    ``opt_level=0``.  The same bytes as ``optimize_model(opt_level=1)``, which does these
+    two steps (compared with ``cmp`` when this changed).
     """
     import logging
 
