@@ -35,13 +35,23 @@ def children_take_ctrl_c() -> None:
 
 
 def cpu_model() -> str:
+    """The CPU's name, and on Linux its family/model and the widest int8 dot-product
+    instructions it has.  The hosts behind "AMD EPYC" differ between sessions: stop 21
+    recorded AVX2 without VNNI, stop 36's had AVX-512 VNNI and its day-zero indexer
+    filled ~1.5x the vectors a CPU-second of stop 35's, so two runs compare only on
+    the same kind."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return platform.processor() or platform.machine()
+    fields = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in info.splitlines())}
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    flags = set(fields.get("flags", "").split())
+    isa = ("AVX-512 VNNI" if "avx512_vnni" in flags else "AVX-VNNI" if "avx_vnni" in flags
+           else "AVX2, no VNNI" if "avx2" in flags else "no AVX2")
+    if "cpu family" in fields and "model" in fields:
+        return f"{name}, family {fields['cpu family']} model {fields['model']}, {isa}"
+    return f"{name}, {isa}"
 
 
 def memory_gib() -> float | None:
