@@ -1,7 +1,8 @@
 """The vector index keeps up with the vectors as they are filled in, without `funes
 maintain`: exact while small, IVF_PQ once large, and every vector given after it was
-built is still found.  The thresholds are lowered so that a few thousand rows cross
-them; the vectors are random (what is tested is the index, not what a model finds)."""
+built is still found; the fragments the hooks leave are compacted as they gather.
+The thresholds are lowered so that a few thousand rows cross them; the vectors are
+random (what is tested is the index, not what a model finds)."""
 
 from __future__ import annotations
 
@@ -341,3 +342,59 @@ def test_a_writer_that_embedded_its_backlog_still_stores_nothing_twice(isolated_
         stored = writer.add_chunks(_chunks("s-grown", 40))  # the session grew by ten turns
         assert stored == [c.id for c in _chunks("s-grown", 10, start=30)]
     assert Memory.open(local_memory()).count() == 40
+
+
+def test_the_fragments_a_hook_leaves_each_turn_are_compacted_as_they_gather(isolated_env, monkeypatch):
+    """Each hook stores one turn as a fragment of a few rows, and every fragment costs
+    every cold reader; once COMPACT_SMALL_FRAGMENTS have gathered the writer compacts
+    them.  Nothing a reader sees changes (against the same turns stored with no
+    compaction): the rows and their vectors, a recall's hits, the BM25 segments'
+    coverage (no reader indexes a row again), and the counts saved for the table as
+    it now is are the table's (no reader counts it again)."""
+    import dataclasses
+
+    from funes.indexing import index_memory
+    from funes.memory import store
+    from funes.memory.location import local_memory
+    from funes.memory.stats import load_stats, table_state
+    from funes.memory.store import Memory
+    from funes.retrieval.search import Recaller
+    from funes.traces import discover
+    from hub_helpers import write_claude_session
+
+    def hooked(home: str, turns: int) -> list[int]:
+        """The fragments after each turn, the transcript growing a turn at a time and
+        indexed after each, as the hook worker does."""
+        monkeypatch.setenv("FUNES_HOME", str(isolated_env / home))
+        transcript = isolated_env / home / "hooked.jsonl"
+        counts = []
+        for turn in range(turns):
+            write_claude_session(transcript, "5e551012-0000-4000-8000-00000000c0de",
+                                 [f"turn {turn}: the upload retried {turn % 5} times with jitter"], start_minute=turn)
+            index_memory(local_memory(), discover(transcript), embedder=HashEmbedder, embed_new=True, wait_s=0)
+            counts.append(len(lance.dataset(local_memory().table_uri).get_fragments()))
+        return counts
+
+    def seen() -> tuple:
+        memory = Memory.open(local_memory())
+        rows = memory.scan(["id", "text", "vector"]).to_pylist()
+        hits = Recaller.open(memory, rerank=False, embedder=HashEmbedder()).recall("upload retried jitter", k=5).hits
+        return sorted((r["id"], r["text"], tuple(r["vector"])) for r in rows), [(h.id, h.score) for h in hits]
+
+    monkeypatch.setattr(store, "COMPACT_SMALL_FRAGMENTS", 1000)
+    assert hooked("uncompacted", 16) == list(range(1, 17))  # a fragment a turn
+    reference = seen()
+
+    monkeypatch.setattr(store, "COMPACT_SMALL_FRAGMENTS", 6)
+    counts = hooked("compacted", 16)
+    # The sixth turn's write compacted all six; the compacted fragment is small too, so
+    # five more turns' fragments join it (the last write compacts: what is read below).
+    assert counts == [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1]
+    assert seen() == reference
+
+    memory = Memory.open(local_memory())
+    assert memory.lexical().table_version == memory.version  # its segments cover the compacted table
+    saved = load_stats(local_memory().state_dir, table_state(memory.dataset, memory.dense_tiers), memory.version)
+    assert saved is not None and dataclasses.replace(saved, version=0) == dataclasses.replace(memory._count(),
+                                                                                               version=0)
+    assert (saved.chunks, saved.embedded) == (16, 16)

@@ -113,6 +113,18 @@ IVF_SAMPLE_RATE = 64
 # session filter).  Without one each such read scans the whole column: 45-60 ms a
 # read at 302k rows, 9-10 ms with one.
 SCALAR_INDEX_COLUMNS = ("id", "session_id")
+# Every Lance fragment costs each cold reader: a file to open and a task in each scan,
+# ~1.5 ms a fragment at 302k chunks.  A hook stores a turn as a fragment or two of a
+# few rows, so a memory the hooks keep grows fragments without bound: 300 of them took
+# a cold recall from ~0.5 s to ~0.9 s (BENCHMARKS.md, "Cold recall on the day-zero
+# memory", stop 36).  Once COMPACT_SMALL_FRAGMENTS fragments under SMALL_FRAGMENT_ROWS
+# rows have gathered, a writer compacts them into fragments of up to that many rows.
+# A bulk index's flushes (funes.indexing.FLUSH_CHUNKS chunks) are not small: a larger
+# fragment makes each later merge of vectors into it rewrite more (the whole vector
+# column of each fragment a page touches: 15 MB a page of 4,096 vectors into 5k-row
+# fragments, 269 MB into one of 168k rows).
+SMALL_FRAGMENT_ROWS = 4096
+COMPACT_SMALL_FRAGMENTS = 32
 # What a writer's Lance session may cache, of indexes and of manifests and file
 # metadata.  lancedb's default session keeps every index version a writer opens, and
 # each page of the backlog folds its vectors into new ones: a writer grew 28-33 MB a
@@ -1175,7 +1187,8 @@ class MemoryWriter:
 
     def keep_indexes(self, *, vector_kind: bool = True) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given
-        vectors.  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
+        vectors, and its fragments few (:meth:`_compact_small_fragments`, first: Lance
+        remaps the indexes as it compacts).  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
         vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS` (its partitions then kept
         near :data:`IVF_PARTITION_ROWS` vectors by each refresh); which it needs is
         looked at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
@@ -1185,12 +1198,14 @@ class MemoryWriter:
         Every index: rows it does not cover (new fragments, and fragments whose vectors
         were filled in since: Lance then drops them from every index, the BTREEs
         included) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns
-        what it did (``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on session_id``,
-        ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
+        what it did (``compacted``, ``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on
+        session_id``, ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
         rows or vectors; ``vector_kind=False`` (a writer stopping with Ctrl-C) leaves
         which vector index the memory needs for the next writer (an IVF_PQ build is a
         minute)."""
         done = []
+        if self._compact_small_fragments():
+            done.append("compacted")
         indexes = self._index_states()
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
         if vector_kind and not _kept_by_refreshes(vector) and self._vectors_uncounted >= INDEX_REFRESH_ROWS:
@@ -1212,6 +1227,31 @@ class MemoryWriter:
         if done:
             return_freed_memory()
         return ", ".join(done) or None
+
+    def _compact_small_fragments(self) -> bool:
+        """Compact the table's small fragments (:data:`SMALL_FRAGMENT_ROWS`) once
+        :data:`COMPACT_SMALL_FRAGMENTS` have gathered; True when it did.  Lance keeps
+        the rows' order, so only runs of adjacent small fragments merge, and it remaps
+        the indexes.  No text and no vector changes: the BM25 segments still cover the
+        table (when they did), and its saved counts are those of the new state."""
+        dataset = self.table.to_lance()
+        small = sum(1 for fragment in dataset.get_fragments()
+                    if fragment.metadata.physical_rows < SMALL_FRAGMENT_ROWS)
+        if small < COMPACT_SMALL_FRAGMENTS:
+            return False
+        covered = self.lexical.table_version == self.version
+        counts = load_stats(self.location.state_dir, self._table_state(), self.version)
+        # Deletions alone would pick large fragments too (a forget): `funes maintain`'s work.
+        metrics = dataset.optimize.compact_files(target_rows_per_fragment=SMALL_FRAGMENT_ROWS,
+                                                 materialize_deletions=False)
+        if not metrics.fragments_removed:
+            return False
+        self.table.checkout_latest()
+        if covered:
+            self.lexical.mark_version(self.version)
+        if counts is not None:
+            save_stats(self.location.state_dir, self._table_state(), counts)
+        return True
 
     @staticmethod
     def _vector_index_due(current: IndexState | None, embedded: int) -> bool:
