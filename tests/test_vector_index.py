@@ -103,6 +103,35 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     assert found >= 95, found
 
 
+
+def test_a_page_folds_the_btrees_back_before_the_vector_index_is_built(isolated_env, small_thresholds,
+                                                                         monkeypatch):
+    """A page's merge drops every fragment it touches from the BTREEs a recall reads by
+    (its pool by id, its blocks by session), and building the vector index can take a
+    minute at a million rows: the writer folds the BTREEs back first, so while that
+    index is built no recall reads those fragments flat."""
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.store import MemoryWriter
+
+    uncovered_while_building = []
+    build = MemoryWriter._build_vector_index
+
+    def spied(writer, embedded):
+        uncovered_while_building.append({s.columns: s.uncovered_rows for s in writer._index_states()
+                                         if s.columns != ("vector",)})
+        return build(writer, embedded)
+
+    monkeypatch.setattr(MemoryWriter, "_build_vector_index", spied)
+    with open_writer(local_memory()) as writer:
+        for day in range(1, 7):  # fragments of a session each, the pages' rows among all of them
+            writer.add_chunks([chunk(f"s-day-{day}", turn, f"day {day} turn {turn}: the upload retried",
+                                     ts=f"2026-05-{turn % 28 + 1:02d}T10:00:00.000Z") for turn in range(200)])
+        assert writer.keep_indexes() == "built BTREE on id, built BTREE on session_id"
+        embed_backlog(writer, HashEmbedder(), limit=400)  # one page: past EXACT_INDEX_MIN_ROWS
+    assert uncovered_while_building == [{("id",): 0, ("session_id",): 0}]
+
+
 def _ivf_partitions(memory_dir) -> list[int]:
     """The vectors in each partition of the IVF index, its deltas summed."""
     stats = lance.dataset(str(memory_dir / "chunks.lance")).stats.index_stats("vector_idx")

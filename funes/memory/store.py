@@ -1196,8 +1196,9 @@ class MemoryWriter:
         vectors at a time, `funes maintain` builds it).  A BTREE on each of
         :data:`SCALAR_INDEX_COLUMNS` once the table holds :data:`INDEX_REFRESH_ROWS` rows.
         Every index: rows it does not cover (new fragments, and fragments whose vectors
-        were filled in since: Lance then drops them from every index, the BTREEs
-        included) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered.  Returns
+        were filled in since: Lance then drops them from the id BTREE and the vector
+        index) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered, the BTREEs
+        before any work on the vector index (:meth:`_fold`).  Returns
         what it did (``compacted``, ``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on
         session_id``, ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
         rows or vectors; ``vector_kind=False`` (a writer stopping with Ctrl-C) leaves
@@ -1207,26 +1208,40 @@ class MemoryWriter:
         if self._compact_small_fragments():
             done.append("compacted")
         indexes = self._index_states()
+        # Every recall reads its pool by id and its blocks by session, and a page's merge
+        # drops each fragment it touches from those BTREEs: fold them back first.  The
+        # vector index's work can take seconds to a minute (an IVF_FLAT over the first
+        # 4,096 vectors of a 1M-row memory: 16 s), and behind it every recall read those
+        # fragments' ids flat (2.1-2.5 s a cold recall instead of 0.6 s; BENCHMARKS.md,
+        # "Day zero", stop 36).
+        folded = self._fold([state for state in indexes if state.columns != ("vector",)])
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
         if vector_kind and not _kept_by_refreshes(vector) and self._vectors_uncounted >= INDEX_REFRESH_ROWS:
             self._vectors_uncounted = 0
             embedded = self.embedded_count()
             if self._vector_index_due(vector, embedded):
                 done.append(f"built {self._build_vector_index(embedded)}")
-                indexes = [state for state in indexes if state.columns != ("vector",)]  # new: covers every row
+                vector = None  # new: covers every row
         missing = self._missing_scalar_indexes(indexes)
         if missing and self.table.count_rows() >= INDEX_REFRESH_ROWS:
             self._build_scalar_indexes(missing)
             done.extend(f"built BTREE on {column}" for column in missing)
-        stale = [state.name for state in indexes if state.uncovered_rows >= INDEX_REFRESH_ROWS]
-        if stale:
-            self.table.to_lance().optimize.optimize_indices(index_names=stale)
-            self.table.checkout_latest()
-            self.lexical.mark_version(self.version)  # no text changed
+        if self._fold([vector] if vector is not None else []) or folded:
             done.append("refreshed")
         if done:
             return_freed_memory()
         return ", ".join(done) or None
+
+    def _fold(self, indexes: Sequence[IndexState]) -> bool:
+        """Fold the rows each of ``indexes`` does not cover into it, for those missing
+        :data:`INDEX_REFRESH_ROWS` or more; True when any was."""
+        stale = [state.name for state in indexes if state.uncovered_rows >= INDEX_REFRESH_ROWS]
+        if not stale:
+            return False
+        self.table.to_lance().optimize.optimize_indices(index_names=stale)
+        self.table.checkout_latest()
+        self.lexical.mark_version(self.version)  # no text changed
+        return True
 
     def _compact_small_fragments(self) -> bool:
         """Compact the table's small fragments (:data:`SMALL_FRAGMENT_ROWS`) once
