@@ -116,8 +116,8 @@ SCALAR_INDEX_COLUMNS = ("id", "session_id")
 # Every Lance fragment costs each cold reader: a file to open and a task in each scan,
 # ~1.5 ms a fragment at 302k chunks.  A hook stores a turn as a fragment or two of a
 # few rows, so a memory the hooks keep grows fragments without bound: 300 of them took
-# a cold recall from ~0.5 s to ~0.9 s (BENCHMARKS.md, "Cold recall on the day-zero
-# memory", stop 36).  Once COMPACT_SMALL_FRAGMENTS fragments under SMALL_FRAGMENT_ROWS
+# a cold recall from ~0.5 s to ~0.9 s, 200 turns from 0.77 s to 1.24 s (BENCHMARKS.md,
+# "Cold recall after the hooks' turns").  Once COMPACT_SMALL_FRAGMENTS fragments under SMALL_FRAGMENT_ROWS
 # rows have gathered, a writer compacts them into fragments of up to that many rows.
 # A bulk index's flushes (funes.indexing.FLUSH_CHUNKS chunks) are not small: a larger
 # fragment makes each later merge of vectors into it rewrite more (the whole vector
@@ -1188,19 +1188,20 @@ class MemoryWriter:
     def keep_indexes(self, *, vector_kind: bool = True) -> str | None:
         """Keep the table's indexes in step with its rows as they are stored and given
         vectors, and its fragments few (:meth:`_compact_small_fragments`, first: Lance
-        remaps the indexes as it compacts).  The vector index: built once :data:`EXACT_INDEX_MIN_ROWS` rows have a
-        vector, moved to IVF_PQ at :data:`VECTOR_INDEX_MIN_ROWS` (its partitions then kept
-        near :data:`IVF_PARTITION_ROWS` vectors by each refresh); which it needs is
-        looked at once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
+        remaps the indexes as it compacts).  The vector index: built once
+        :data:`EXACT_INDEX_MIN_ROWS` rows have a vector, moved to IVF_PQ at
+        :data:`VECTOR_INDEX_MIN_ROWS` (its partitions then kept near
+        :data:`IVF_PARTITION_ROWS` vectors by each refresh); which it needs is looked at
+        once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
         looked (a page of the backlog, not a hook's turn: for a memory grown a few
         vectors at a time, `funes maintain` builds it).  A BTREE on each of
         :data:`SCALAR_INDEX_COLUMNS` once the table holds :data:`INDEX_REFRESH_ROWS` rows.
         Every index: rows it does not cover (new fragments, and fragments whose vectors
         were filled in since: Lance then drops them from the id BTREE and the vector
         index) folded into it once :data:`INDEX_REFRESH_ROWS` have gathered, the BTREEs
-        before any work on the vector index (:meth:`_fold`).  Returns
-        what it did (``compacted``, ``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on
-        session_id``, ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
+        before any work on the vector index (:meth:`_fold`).  Returns what it did
+        (``compacted``, ``built IVF_FLAT``, ``built IVF_PQ``, ``built BTREE on session_id``,
+        ``refreshed``, joined by ``, ``) or None.  Called by every writer after it stores
         rows or vectors; ``vector_kind=False`` (a writer stopping with Ctrl-C) leaves
         which vector index the memory needs for the next writer (an IVF_PQ build is a
         minute)."""
@@ -1208,8 +1209,8 @@ class MemoryWriter:
         if self._compact_small_fragments():
             done.append("compacted")
         indexes = self._index_states()
-        # Every recall reads its pool by id and its blocks by session, and a page's merge
-        # drops each fragment it touches from those BTREEs: fold them back first.  The
+        # Every recall reads its pool by id, and a page's merge drops each fragment it
+        # touches from the id BTREE (its key): fold the BTREEs back first.  The
         # vector index's work can take seconds to a minute (an IVF_FLAT over the first
         # 4,096 vectors of a 1M-row memory: 16 s), and behind it every recall read those
         # fragments' ids flat (2.1-2.5 s a cold recall instead of 0.6 s; BENCHMARKS.md,
@@ -1246,8 +1247,9 @@ class MemoryWriter:
     def _compact_small_fragments(self) -> bool:
         """Compact the table's small fragments (:data:`SMALL_FRAGMENT_ROWS`) once
         :data:`COMPACT_SMALL_FRAGMENTS` have gathered; True when it did.  Lance keeps
-        the rows' order, so only runs of adjacent small fragments merge, and it remaps
-        the indexes.  No text and no vector changes: the BM25 segments still cover the
+        the rows' order, so only runs of adjacent small fragments merge (one between
+        large ones stays, and planning that costs the next writer a read of the
+        manifest), and it remaps the indexes.  No text and no vector changes: the BM25 segments still cover the
         table (when they did), and its saved counts are those of the new state."""
         dataset = self.table.to_lance()
         small = sum(1 for fragment in dataset.get_fragments()
