@@ -38,7 +38,7 @@ def cpu_model() -> str:
     """The CPU's name, and on Linux its family/model and the widest int8 dot-product
     instructions it has.  The hosts behind "AMD EPYC" differ between sessions: stop 21
     recorded AVX2 without VNNI, stop 36's had AVX-512 VNNI and its day-zero indexer
-    filled ~1.5x the vectors a CPU-second of stop 35's, so two runs compare only on
+    filled ~1.6x the vectors a CPU-second of stop 35's, so two runs compare only on
     the same kind."""
     try:
         info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]

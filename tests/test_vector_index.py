@@ -103,13 +103,12 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     assert found >= 95, found
 
 
-
 def test_a_page_folds_the_btrees_back_before_the_vector_index_is_built(isolated_env, small_thresholds,
                                                                          monkeypatch):
-    """A page's merge drops every fragment it touches from the BTREEs a recall reads by
-    (its pool by id, its blocks by session), and building the vector index can take a
-    minute at a million rows: the writer folds the BTREEs back first, so while that
-    index is built no recall reads those fragments flat."""
+    """A page's merge drops every fragment it touches from the id BTREE (its key), which
+    a recall reads its pool by, and building the vector index can take a minute at a
+    million rows: the writer folds the BTREEs back first, so while that index is built
+    no recall reads those fragments' ids flat."""
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
