@@ -579,8 +579,8 @@ def embed_backlog(
     report: IndexReport | None = None,
 ) -> int:
     """Give vectors to rows owed one under the memory's tier policy, tier by tier
-    (text first), newest first, until done, ``budget_s`` seconds have passed or
-    ``limit`` rows are embedded.
+    (text first), newest first, until done, ``budget_s`` seconds have passed (after
+    at least one step of :data:`EMBED_STEP` rows) or ``limit`` rows are embedded.
     Returns how many were embedded.  A page's vectors are stored in one commit, then
     the indexes are kept (:meth:`MemoryWriter.keep_indexes`); stopping (the budget,
     ``should_stop``, Ctrl-C) stores what was embedded of the page first, so only being
@@ -607,7 +607,10 @@ def embed_backlog(
     unstored: list[tuple[list[str], np.ndarray]] = []
 
     def halted() -> bool:
-        return should_stop() or (budget_s is not None and time.monotonic() - started >= budget_s)
+        # The budget counts only once a step is embedded: a pass that was given time
+        # always measures a rate, so the offer of the rest quotes one whatever the
+        # host's speed and however small the budget.
+        return should_stop() or (budget_s is not None and done > 0 and time.monotonic() - started >= budget_s)
 
     def store() -> None:
         if unstored:

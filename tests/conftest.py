@@ -11,8 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# How long an example takes, or generating one, depends on the host: no property test
+# may fail because a CPU is slow or shared.  Tests' own @settings inherit this.
+settings.register_profile("any-host", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any-host")
 
 from hub_server import HubServer  # noqa: E402
 

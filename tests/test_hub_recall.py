@@ -37,9 +37,12 @@ def published(memory_home, repo_id):
 @pytest.fixture
 def fresh_home(tmp_path):
     """The environment of another machine: a FUNES_HOME that never indexed anything
-    and an empty HF cache."""
+    and an empty HF cache.  Its head stays pinned for a day, not the default minute,
+    so that what a test expects to be read from the pin does not depend on how long
+    this host takes between two commands; tests that want the head resolved again
+    say FUNES_HUB_HEAD_TTL=0."""
     return env_with(FUNES_HOME=str(tmp_path / "fresh-host"), HF_HOME=str(tmp_path / "fresh-hf"),
-                    HF_HUB_CACHE=str(tmp_path / "fresh-hf" / "hub"))
+                    HF_HUB_CACHE=str(tmp_path / "fresh-hf" / "hub"), FUNES_HUB_HEAD_TTL="86400")
 
 
 def recall_batch(memory, env=None):
