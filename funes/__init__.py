@@ -3,11 +3,14 @@
 The domain layer (this package, without its mapped sub-packages ``funes.assets``,
 ``funes.pipelines``, ``funes.retrieval`` and ``funes.cli``) imports neither Dagster nor
 the CLI, so the hook worker, the Dagster assets and the tests all call the same
-functions.  Where a new function goes: it names an agent's file format →
-``funes.traces``; it names Lance or the BM25 index → ``funes.memory``; it names the
-Hub → ``funes.hub``; it ranks passages → ``funes.retrieval``; it decides what to do
-for a user → ``funes.cli``; it schedules or records work → ``funes.assets`` /
-``funes.pipelines``.
+functions.  Where a new function goes: it reads one agent's files or configures that
+agent → its folder under ``funes/agents/`` (parser, wiring, ``FORMAT.md``); it is the
+transcript model every parser fills (Session → Turn → Block) → ``funes.traces``; it
+names Lance or the BM25 index → ``funes.memory`` (where a memory lives, a local folder
+or an object-store prefix, is :mod:`funes.memory.location`; a Hub repo is resolved to
+a local snapshot by ``funes.hub`` first); it names the Hub → ``funes.hub``; it ranks
+passages → ``funes.retrieval``; it decides what to do for a user → ``funes.cli``; it
+schedules or records work → ``funes.assets`` / ``funes.pipelines``.
 """
 
 import os
@@ -37,10 +40,10 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
     glibc gives threads arenas of their own, up to 8 per core, and keeps what each
     frees for reuse in it: Lance's reader and writer threads spread a backlog's
     pages over all of them, and the writer of a 1M-row memory held 0.9 GiB of heap
-    between pages with the default, ~0.4 GiB with two (BENCHMARKS.md, "Runs of
-    2026-12-03 (stop 27)").  ``mallopt`` covers this process from here on (its
-    threads are not started yet), the variable the processes it starts; a value the
-    user set is kept.  Not glibc (macOS, musl): nothing to set."""
+    between pages with the default, ~0.4 GiB with two (BENCHMARKS.md, "Decisions",
+    "The backlog's writer").  ``mallopt`` covers this process from here on (its threads
+    are not started yet), the variable the processes it starts; a value the user set
+    is kept.  Not glibc (macOS, musl): nothing to set."""
     if "MALLOC_ARENA_MAX" in os.environ:
         return
     os.environ["MALLOC_ARENA_MAX"] = str(arenas)

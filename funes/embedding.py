@@ -17,8 +17,8 @@ runs an int8 model derived locally from the fp32 export (:func:`quantise_onnx`):
 1.3-1.8x the chunks per CPU-second, cos ~0.99 to fp32.  Queries are always fp32.
 CPU writers embed a memory's stored chunks at int8 for the tiers it is stamped with
 (:data:`INT8_TIERS`: every tier it embeds, for a memory created now; tool results
-only, for one created at stops 24-30): with fp32 queries their recall is within
-noise of the fp32 vectors' on both dev sets (BENCHMARKS.md).
+only, for one stamped before text was embedded at int8): with fp32 queries their
+recall is within noise of the fp32 vectors' on both dev sets (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ DIM = 384
 MAX_TOKENS = 256
 # One text a run on CPU, one run a core at once (OnnxEmbedder.callers).  No padding
 # at all: at the real chunk-length mix fp32 runs 99.1 chunks/s (batches of 4: 96.0,
-# of 8: 88.4; stop 21's one 2-thread run of 8: 82.9) and int8 149.0 (of 8: 128.1),
+# of 8: 88.4; one 2-thread run of 8: 82.9) and int8 149.0 (of 8: 128.1),
 # and onnxruntime's arena, which grows to the largest run and never shrinks, holds
 # +67 MB after long tool output against +177 at 4 and +207 for one run of 8
 # (BENCHMARKS.md "Embedding").  And int8's dynamic quantisation scales a run's
@@ -152,10 +152,10 @@ def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
 # 0.561; left out 0.777 / 0.436 against 0.787 / 0.431 and 0.785 / 0.556 against 0.785
 # / 0.555 (BENCHMARKS.md "Recall by embedded tier and precision"): within noise on
 # both sets, for a third more text chunks a second, which is what bounds how soon a
-# first index's text is searchable by meaning (issue 14).  Stops 24-30 kept text at
-# fp32 and embedded only tool results at int8.  The choice is stamped on a memory
-# when it is created, so a memory made before it keeps what it was stamped with (fp32
-# throughout, or int8 tool results only); a CUDA writer computes every tier in fp32,
+# first index's text is searchable by meaning (issue 14).  Memories stamped before
+# that kept text at fp32 and embedded only tool results at int8.  The choice is
+# stamped on a memory when it is created, so a memory made before it keeps what it
+# was stamped with (fp32 throughout, or int8 tool results only); a CUDA writer computes every tier in fp32,
 # the vectors the int8 ones approximate.
 INT8_TIERS: tuple[int, ...] = (1, 3)
 INT8_TIERS_KEY = f"{_META_PREFIX}int8_tiers"
@@ -466,7 +466,7 @@ class Embedder(ABC):
 # (sdpa) with an IsNaN/Where masking pattern the optimizer leaves unfused: the int8
 # model derived from such an export ran 443 graph nodes a text instead of 124 and took
 # 5-11 % more CPU a text on the 300k day-zero memory's text and tool output, for the
-# same cosine to fp32 (BENCHMARKS.md "Embedding", stop 35).  Both exports' fp32 outputs
+# same cosine to fp32 (BENCHMARKS.md "Decisions", "Embedding on CPU").  Both exports' fp32 outputs
 # agree to 2e-7.
 EXPORT_STEM = "model-eager"
 # What earlier funes cached beside it, removed once the new export is written:
@@ -552,8 +552,8 @@ def _in_child(call: str, *args: str, what: str) -> None:
     """Run ``funes.embedding.<call>(*args)`` in a new interpreter: the export imports
     torch and transformers, which stay resident in whoever imports them (a first
     `funes index` of 1M chunks held 615 MB more from the export on, for the hours it
-    embeds: BENCHMARKS.md, "Day zero", stop 22), and the quantisation peaks at 0.7 GB
-    for seconds (stop 26); a child gives all of it back when it exits.  Not a
+    embeds: BENCHMARKS.md, "Decisions", "The backlog's writer"), and the quantisation
+    peaks at 0.7 GB for seconds; a child gives all of it back when it exits.  Not a
     multiprocessing child, which would import the caller's main module again."""
     import subprocess
     import sys

@@ -70,7 +70,7 @@ WORKERS_ENV = "FUNES_INDEX_WORKERS"
 # budget and at ``should_stop``, and reports progress.  Their vectors are stored a
 # page (BACKLOG_PAGE rows) at a time: each merge moves the fragments it touches out of
 # the id and vector indexes until they are folded back in, so one merge and one fold
-# per page, not one merge per step (BENCHMARKS.md, "Day zero", stop 22).
+# per page, not one merge per step (BENCHMARKS.md, "Decisions", "The backlog's writer").
 EMBED_STEP = 256
 
 
@@ -600,7 +600,8 @@ def embed_backlog(
         # The int8 model now, before the first page, not when the backlog reaches tool
         # results: deriving it (once per machine) takes a child of ~0.7 GB for seconds,
         # beside an indexer that has by then grown (at 1M chunks from ~0.95 GiB here to
-        # 1.5-1.75 GiB within 26 minutes of tier 1; BENCHMARKS.md, "Day zero", stop 25).
+        # 1.5-1.75 GiB within 26 minutes of tier 1; BENCHMARKS.md, "Decisions", "The
+        # backlog's writer").
         embedder.prepare(int8)
     filled: list[tuple[int, int]] = []
     done = chars_done = 0

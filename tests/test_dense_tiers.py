@@ -139,8 +139,8 @@ def test_a_new_memory_stores_int8_vectors_for_text_and_tool_results(memory_home)
 
 
 def test_a_memory_stamped_for_int8_tool_results_only_keeps_its_text_fp32(isolated_env):
-    """A memory created at stops 24-30 was stamped ``3``: every writer keeps following
-    that stamp, so its text is never embedded at int8 beside the fp32 vectors it holds."""
+    """A memory created while only tool results were embedded at int8 was stamped
+    ``3``: every writer keeps following that stamp, so its text is never embedded at int8 beside the fp32 vectors it holds."""
     from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
@@ -190,7 +190,7 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
     """The int8 model is derived (once per machine, in a child of ~1.1 GB) when the
     backlog starts, not when it reaches tool results: a first index of 1M chunks grew
     from ~0.95 to 1.5-1.75 GiB within tier 1, and the two together would pass 2 GB.
-    In a memory stamped for int8 tool results only (stops 24-30) the first vector is a
+    In a memory stamped for int8 tool results only (``3``) the first vector is a
     text's (fp32): the int8 model must exist already."""
     from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder, onnx_path
     from funes.indexing import embed_backlog, open_writer
