@@ -4,7 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test bench clean
+BENCHES := recall latency rerank day-zero vector-index index parse embed gpu hooks hub history pipeline
+
+.PHONY: venv run test bench $(addprefix bench-,$(BENCHES)) clean
 
 $(BIN)/funes: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +29,15 @@ test: venv
 	$(BIN)/python -m pytest
 	$(BIN)/python -m pytest -m slow
 
+# The benchmarks a maintainer reruns before a release, each rewriting its section of
+# BENCHMARKS.md: `make bench` the default set (about an hour on 2 cores), `make
+# bench-<name>` one of them (`$(BIN)/python benchmarks/run_all.py --list`: each one's
+# commands and section).
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
+
+$(addprefix bench-,$(BENCHES)): bench-%: venv
+	$(BIN)/python benchmarks/run_all.py $*
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -4,7 +4,8 @@
 
 Prints one JSON line: [[step, wall ms, CPU ms], ...] (CPU: this process, every
 thread).  Imports nothing before the CLI does, so the first step is the import cost
-a new `funes recall` pays.  benchmarks/recall_latency.py --memory-home tabulates it.
+a new `funes recall` pays.  benchmarks/recall_latency.py --memory-home runs it and
+tabulates the steps ("Cold recall on the day-zero memory" in BENCHMARKS.md).
 """
 
 import time
@@ -90,4 +91,7 @@ def main(query: str) -> None:
 if __name__ == "__main__":
     import sys
 
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)  # no argparse: nothing imported before the CLI's own imports
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     main(sys.argv[1])

@@ -34,7 +34,8 @@ follows the load, CPU time far less.  Tier totals and characters per tier come f
 table itself, read-only, once the indexer has stopped (status reports what is
 pending by tier, not the totals).  These probes share the cores with the indexer,
 as a user's agent would.  Each run is stored in benchmarks/.work/day-zero/runs.json;
-`--write` renders every stored run into the `## Day zero` section of BENCHMARKS.md.
+`--write` renders the newest stored run of each history size into the `## Day zero`
+section of BENCHMARKS.md (where things stand; the runs before stay in runs.json).
 """
 
 from __future__ import annotations
@@ -507,15 +508,15 @@ def summary(r: dict) -> dict:
     # The lexical pass ended between the last poll that counted fewer chunks than the
     # memory holds and the first that counted them all: each flush commits its rows
     # and their BM25 segment, and a reader indexes in memory any rows between the two.
-    # (Before stop 22 this was bracketed by the first poll with vectors: since vectors
-    # are stored a page at a time, that poll comes a page of embedding later.)
+    # (Not by the first poll with vectors: vectors are stored a page at a time, so that
+    # poll comes a page of embedding later.)
     stored = next((p for p in polls if p["status"]["chunks"] >= chunks), None)
     fewer = [p for p in polls if p["status"]["chunks"] < chunks and (not stored or p["t_s"] < stored["t_s"])]
     out["lexical_pass_s"] = (fewer[-1]["t_s"] if fewer else None, stored["t_s"] if stored else None)
     out["lexical_pass_cpu_s"] = stored.get("cpu_s") if stored else None
-    out["all_stored_s"] = r.get("all_stored_s")  # from the table's versions (runs from stop 22)
+    out["all_stored_s"] = r.get("all_stored_s")  # from the table's versions (None in runs stored without them)
     commits = [c for c in r.get("vector_commits") or [] if c[1]]
-    if commits:  # runs from stop 23: from the commits of the pages, not the polls that counted them
+    if commits:  # from the commits of the pages, not the polls that counted them (a page at a time)
         window = [c for c in commits if c[0] <= commits[0][0] + 180]
         # To the commit of the window's last page (what follows it, an index build or
         # a fold, belongs to the page after, which the window does not hold).
@@ -623,6 +624,14 @@ def coverage_table(r: dict) -> list[str]:
     return lines
 
 
+def newest_of_each_size(runs: list[dict]) -> list[dict]:
+    """The newest stored run of each history size: what the section shows."""
+    newest: dict[int, dict] = {}
+    for r in sorted(runs, key=lambda r: r["started"]):
+        newest[r["chunks_target"]] = r
+    return list(newest.values())
+
+
 def section(runs: list[dict]) -> str:
     runs = sorted(runs, key=lambda r: (r["chunks_target"], r["started"]))
     sums = [summary(r) for r in runs]
@@ -682,13 +691,12 @@ def section(runs: list[dict]) -> str:
         " fresh FUNES_HOME, stopped with SIGINT (Ctrl-C) `--embed-minutes` after the embedding began; probes"
         " from a separate process meanwhile (module docstring: what each figure is). \"Every chunk BM25-searchable\""
         " is bracketed by the last status poll that counted fewer chunks than the memory ends with and the"
-        " first that counted them all (each flush commits rows and their BM25 segment together); runs from stop 22"
-        " also give the time of the commit of the table version that first held them all. The planted word is found when the first cold `funes recall` that returned"
+        " first that counted them all (each flush commits rows and their BM25 segment together), and timed by the commit"
+        " of the table version that first held them all. The planted word is found when the first cold `funes recall` that returned"
         " all planted sessions printed its answer (the probe before it, begun at the time in brackets, did not);"
-        " the units are not indexed oldest last, so that can come well before the pass is over (the runs before"
-        " ff5cd5d stopped `--embed-minutes` after it). The probes run back to back, so they take a core from the"
+        " the units are not indexed oldest last, so that can come well before the pass is over. The probes run back to back, so they take a core from the"
         " indexer."
-        " Rates come from `funes status --json` every poll, but the first 3 minutes' from runs of stop 23 on from"
+        " Rates come from `funes status --json` every poll, but the first 3 minutes' from"
         " the commit times of the pages of vectors (the polls see them a page, 4,096 vectors, at a time: ~25"
         " vectors/s of resolution over 3 minutes), first page to the last within 3 minutes; tier totals and characters from the Lance table read"
         " directly after the stop; \"extrapolated\" figures divide what was left by the rate measured up to the stop"
@@ -711,7 +719,7 @@ def section(runs: list[dict]) -> str:
 
 
 def _failures(failures: list[dict]) -> str:
-    """The probes that failed, each with when and what it said (stored since stop 25)."""
+    """The probes that failed, each with when and what it said."""
     if not failures:
         return "No probe failed."
     said = "; ".join(f"{f['kind']} begun at {f['t_s']:.0f} s" + (f" (exit {f['exit']})" if f.get("exit") else "")
@@ -751,7 +759,7 @@ def main() -> int:
         print(json.dumps(summary(result), indent=1))
     if not runs:
         raise SystemExit("day-zero: no stored run to report")
-    body = section(runs)
+    body = section(newest_of_each_size(runs))
     print(body)
     if args.write:
         write_section("Day zero", body)

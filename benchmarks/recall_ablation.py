@@ -87,7 +87,8 @@ class DevSet:
     # Rows of those tiers still owed a vector (a backlog): left out of the vector
     # search and handed to fusion as pending, as the product does.
     pending: frozenset[str] = frozenset()
-    # Score them at the dense list's floor, as funes did before stop 34 (for comparison).
+    # Score them at the dense list's floor instead of by BM25 rank (the form funes
+    # replaced: BENCHMARKS.md "Recall while vectors are pending"), for comparison.
     pending_at_floor: bool = False
     vector_set: str | None = None
     query_set: str | None = None

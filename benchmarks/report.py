@@ -29,17 +29,17 @@ def children_take_ctrl_c() -> None:
     """Make the processes this one starts end on SIGINT, as from a terminal's Ctrl-C.
     Started in the background of a shell without job control (`nohup ... &`), a
     benchmark inherits SIGINT ignored, and so would the indexer it stops with one:
-    the signal did nothing (the 314953d and stop-30 day-zero runs).  A handler of
-    our own is reset to the default in a child at exec; an ignored signal is not."""
+    the signal does nothing, and the indexer has to be killed.  A handler of our own
+    is reset to the default in a child at exec; an ignored signal is not."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cpu_model() -> str:
     """The CPU's name, and on Linux its family/model and the widest int8 dot-product
-    instructions it has.  The hosts behind "AMD EPYC" differ between sessions: stop 21
-    recorded AVX2 without VNNI, stop 36's had AVX-512 VNNI and its day-zero indexer
-    filled ~1.6x the vectors a CPU-second of stop 35's, so two runs compare only on
-    the same kind."""
+    instructions it has.  The hosts behind "AMD EPYC" differ: some have AVX2 without
+    VNNI, others AVX-512 VNNI, on which the day-zero indexer fills ~1.6x the vectors a
+    CPU-second with the same code (BENCHMARKS.md, "Day zero"), so two runs compare only
+    on the same kind."""
     try:
         info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     except OSError:

@@ -1,39 +1,84 @@
-"""Run every benchmark in turn and rewrite BENCHMARKS.md (`make bench`).
+"""The benchmarks a maintainer reruns before a release, by name (`make bench-<name>`),
+each rewriting its section of BENCHMARKS.md; `make bench` runs the default set.
 
-Each script owns one section; this only sequences them.  Scripts that need the
-LoCoMo kit (../shared/eval or $FUNES_EVAL_DIR) are skipped when it is absent.
-Expect about an hour on a 2-core CPU; set the machine quiet first."""
+    python benchmarks/run_all.py                 # the default set (about an hour on 2 cores)
+    python benchmarks/run_all.py day-zero        # one or more targets by name
+    python benchmarks/run_all.py --list          # every target and its commands
+
+Each script owns one `## <title>` section and replaces only it; this only sequences
+them.  Targets that need the LoCoMo kit (../shared/eval or $FUNES_EVAL_DIR) are
+skipped when it is absent.  Set the machine quiet first: wall times follow the load."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KIT = Path(os.environ.get("FUNES_EVAL_DIR") or HERE.parent.parent / "shared" / "eval")
+DAY_ZERO_300K = HERE / ".work" / "day-zero" / "funes-300k"  # the memory `day-zero` leaves
 
-RUNS = [
-    ["parse_throughput.py"],
-    ["parse.py"],
-    ["embed_cpu.py", "--write"],
-    ["index_throughput.py"],
-    ["recall_latency.py"],
-    ["hooks.py"],
-    ["hub_recall.py"],
-    ["rerank_latency.py"],
-]
-if (KIT / "harness.py").exists():
-    RUNS.append(["eval_recall.py", "--baselines", "--ablation", "--code-check", "--scale", "100000", "--write"])
+# target -> (BENCHMARKS.md section(s) it writes, commands); a command is a script and its arguments.
+TARGETS: dict[str, tuple[str, list[list[str]]]] = {
+    "recall": ("Recall quality / by embedded tier and precision / while vectors are pending (dev sets)", [
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--rebuild", "--no-latency", "--write"],
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
+         "--precisions", "int8", "--write"],
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"]]),
+    "latency": ("Recall latency", [["recall_latency.py"]]),
+    "rerank": ("Recall latency (its rerank column's model; prints only)", [["rerank_latency.py"]]),
+    "day-zero": ("Day zero; then Recall latency during a first index, Cold recall on the day-zero memory", [
+        ["day_zero.py", "--chunks", "300000", "--embed-minutes", "10", "--write"],
+        ["day_zero.py", "--chunks", "1000000", "--embed-minutes", "5", "--cold-runs", "6", "--warm-calls", "10",
+         "--write"],
+        ["recall_latency.py", "--first-index", "300000"],
+        ["recall_latency.py", "--memory-home", str(DAY_ZERO_300K), "--runs", "7", "--during"]]),
+    "vector-index": ("Vector index upkeep (needs the day-zero 300k memory)", [
+        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--vectors", "12000", "--runs", "5", "--write"],
+        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--runs", "5", "--write"]]),
+    "index": ("Indexing throughput and size", [["index_throughput.py"]]),
+    "parse": ("Parse, chunk and redact throughput; Parse throughput per agent", [
+        ["parse_throughput.py"], ["parse.py", "--mb", "8", "--min-cpu-s", "4"]]),
+    "embed": ("Embedding", [["embed_cpu.py", "--write"]]),
+    "gpu": ("Embedding on a GPU (prints JSON; needs CUDA)", [["gpu_embed.py", "--max-seconds", "360"]]),
+    "hooks": ("Agents: hooks", [["hooks.py"]]),
+    "hub": ("Hub tier", [["hub_recall.py"]]),
+    "history": ("Scan and history latency", [["history_latency.py"]]),
+    "pipeline": ("Pipeline overhead per session partition (needs Postgres and Redis)", [
+        ["pipeline_overhead.py", "--sessions", "12"]]),
+}
+DEFAULT = ("parse", "embed", "index", "latency", "hooks", "hub", "rerank", "recall")
+NEEDS_KIT = ("recall",)
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("targets", nargs="*", metavar="TARGET", help=f"of: {', '.join(TARGETS)} (default: "
+                    f"{', '.join(DEFAULT)})")
+    ap.add_argument("--list", action="store_true", help="print every target, its section and commands")
+    args = ap.parse_args()
+    if args.list:
+        for name, (section, commands) in TARGETS.items():
+            print(f"{name}: {section}")
+            for command in commands:
+                print(f"    python benchmarks/{shlex.join(command)}")
+        return 0
+    unknown = [name for name in args.targets if name not in TARGETS]
+    if unknown:
+        ap.error(f"unknown target {', '.join(unknown)}; expected one of {', '.join(TARGETS)}")
     failed = []
-    for script, *args in RUNS:
-        print(f"== {script} {' '.join(args)}", flush=True)
-        if subprocess.run([sys.executable, str(HERE / script), *args]).returncode:
-            failed.append(script)
+    for name in args.targets or DEFAULT:
+        if name in NEEDS_KIT and not (KIT / "harness.py").exists():
+            print(f"== {name}: skipped, no evaluation kit at {KIT}", flush=True)
+            continue
+        for script, *rest in TARGETS[name][1]:
+            print(f"== {shlex.join([script, *rest])}", flush=True)
+            if subprocess.run([sys.executable, str(HERE / script), *rest]).returncode:
+                failed.append(script)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
