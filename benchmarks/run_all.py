@@ -21,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KIT = Path(os.environ.get("FUNES_EVAL_DIR") or HERE.parent.parent / "shared" / "eval")
 DAY_ZERO_300K = HERE / ".work" / "day-zero" / "funes-300k"  # the memory `day-zero` leaves
+DAY_ZERO_300K_HOME = HERE / ".work" / "day-zero-300k-home"  # the history it indexed
 
 # target -> (BENCHMARKS.md section(s) it writes, commands); a command is a script and its arguments.
 TARGETS: dict[str, tuple[str, list[list[str]]]] = {
@@ -36,10 +37,13 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["day_zero.py", "--chunks", "1000000", "--embed-minutes", "5", "--cold-runs", "6", "--warm-calls", "10",
          "--write"],
         ["recall_latency.py", "--first-index", "300000"],
-        ["recall_latency.py", "--memory-home", str(DAY_ZERO_300K), "--runs", "7", "--during"]]),
+        ["recall_latency.py", "--memory-home", str(DAY_ZERO_300K), "--home", str(DAY_ZERO_300K_HOME), "--runs", "7",
+         "--during"]]),
     "vector-index": ("Vector index upkeep (needs the day-zero 300k memory)", [
-        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--vectors", "12000", "--runs", "5", "--write"],
-        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--runs", "5", "--write"]]),
+        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--home", str(DAY_ZERO_300K_HOME), "--vectors",
+         "12000", "--runs", "5", "--write"],
+        ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--home", str(DAY_ZERO_300K_HOME), "--runs", "5",
+         "--write"]]),
     "index": ("Indexing throughput and size", [["index_throughput.py"]]),
     "parse": ("Parse, chunk and redact throughput; Parse throughput per agent", [
         ["parse_throughput.py"], ["parse.py", "--mb", "8", "--min-cpu-s", "4"]]),
