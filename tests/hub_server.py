@@ -7,7 +7,7 @@ plumbing, so commit SHAs, history and refs are real git objects, and a branch mo
 compare-and-swap `git update-ref <new> <old>`.
 
 Scope: the routes `huggingface_hub` 2.4.0 uses to create/delete repos, read info, refs, trees and
-commits, commit regular files (base64 in the NDJSON payload; preupload answers "regular" for every
+commits, create/delete tags (any revision, a tag included, resolves as on the Hub), commit regular files (base64 in the NDJSON payload; preupload answers "regular" for every
 file, so no LFS/Xet endpoint is needed) and download files. Every request is counted per route, so
 tests can assert how many calls a read makes, and failures can be injected per route.
 
@@ -256,6 +256,8 @@ ROUTES: list[tuple[str, tuple[str, ...], re.Pattern]] = [
         ("commit", ("POST",), rf"/api/{REPO}/commit/(?P<rev>[^/]+)"),
         ("settings", ("PUT",), rf"/api/{REPO}/settings"),
         ("super-squash", ("POST",), rf"/api/{REPO}/super-squash/(?P<rev>[^/]+)"),
+        ("tag-create", ("POST",), rf"/api/{REPO}/tag/(?P<rev>[^/]+)"),
+        ("tag-delete", ("DELETE",), rf"/api/{REPO}/tag/(?P<tag>[^/]+)"),
         (
             "resolve",
             ("GET", "HEAD"),
@@ -506,6 +508,28 @@ class HubServer:
             repo.git.git("reflog", "expire", "--expire=now", "--all")
             repo.git.git("gc", "--quiet", "--prune=now")
         return json_response({"commitId": squashed})
+
+    def _route_tag_create(self, request: Request) -> Response:
+        """A lightweight tag on the commit a revision names; 409 when the tag exists, as
+        on the Hub (moving a tag is a delete, then a create)."""
+        repo = self._repo_for(request, write=True)
+        tag = (request.json() or {}).get("tag") or ""
+        if not tag or tag.startswith("-") or repo.git.run("check-ref-format", f"refs/tags/{tag}").returncode:
+            raise HubError(400, f"Invalid tag name: {tag!r}")
+        with repo.lock:
+            commit = self._commit_for(repo, request.params["rev"])
+            if not repo.git.move_ref(f"refs/tags/{tag}", commit, None):
+                raise HubError(409, f"Tag {tag} already exists")
+        return json_response({})
+
+    def _route_tag_delete(self, request: Request) -> Response:
+        repo = self._repo_for(request, write=True)
+        tag = request.params["tag"]
+        with repo.lock:
+            target = repo.git.resolve(f"refs/tags/{tag}")
+            if target is None or repo.git.run("update-ref", "-d", f"refs/tags/{tag}", target).returncode:
+                raise HubError(404, f"Invalid rev id: {tag} is not a tag", "RevisionNotFound")
+        return json_response({})
 
     def _route_settings(self, request: Request) -> Response:
         repo = self._repo_for(request, write=True)

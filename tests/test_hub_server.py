@@ -398,3 +398,37 @@ def test_lance_reads_over_hf_urls(api, hub_server, repo_id, tmp_path):
     )
     assert dataset.count_rows() == 5
     assert hub_server.requests and all(commit.oid in r for r in hub_server.requests), hub_server.requests
+
+
+def test_tags_create_list_resolve_and_delete(api, hub_server, hub_env, repo_id):
+    first = add_files(api, repo_id, {"t.lance/a": b"one"})
+    api.create_tag(repo_id, tag="v1.0.0", repo_type="dataset", tag_message="release v1.0.0")
+    add_files(api, repo_id, {"t.lance/a": b"two"})
+    refs = api.list_repo_refs(repo_id, repo_type="dataset")
+    assert [(t.name, t.ref, t.target_commit) for t in refs.tags] == [("v1.0.0", "refs/tags/v1.0.0", first.oid)]
+    assert api.dataset_info(repo_id, revision="v1.0.0").sha == first.oid
+    assert api.list_repo_files(repo_id, repo_type="dataset", revision="v1.0.0") == [".gitattributes", "t.lance/a"]
+
+    common = dict(repo_id=repo_id, repo_type="dataset", endpoint=hub_server.endpoint, token=hub_server.token)
+    with open(hf_hub_download(filename="t.lance/a", revision="v1.0.0", **common), "rb") as file:
+        assert file.read() == b"one"
+    folder = snapshot_download(revision="v1.0.0", **common)
+    assert folder.endswith(first.oid) and (Path(folder) / "t.lance/a").read_bytes() == b"one"
+
+    # A tag exists once: the Hub answers 409, which exist_ok swallows.
+    with pytest.raises(HfHubHTTPError) as conflict:
+        api.create_tag(repo_id, tag="v1.0.0", repo_type="dataset")
+    assert conflict.value.response.status_code == 409
+    api.create_tag(repo_id, tag="v1.0.0", repo_type="dataset", exist_ok=True)
+    # Tagging another revision than main: a SHA.
+    api.create_tag(repo_id, tag="first", revision=first.oid, repo_type="dataset")
+
+    api.delete_tag(repo_id, tag="v1.0.0", repo_type="dataset")
+    assert [t.name for t in api.list_repo_refs(repo_id, repo_type="dataset").tags] == ["first"]
+    with pytest.raises(RevisionNotFoundError):
+        api.delete_tag(repo_id, tag="v1.0.0", repo_type="dataset")
+    with pytest.raises(RevisionNotFoundError):
+        api.dataset_info(repo_id, revision="v1.0.0")
+    with pytest.raises(HfHubHTTPError):
+        HfApi(endpoint=hub_server.endpoint).create_tag(repo_id, tag="anon", repo_type="dataset", token=False)
+    assert_all_routed(hub_server)
