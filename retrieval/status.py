@@ -48,7 +48,19 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
         # What this host has not pushed to each remote, from its push receipts (no request),
         # and what each still holds that was removed here (from the receipts, or asked).
         "remotes": push_backlog(memory, check_remotes=check_remotes),
+        **_releases(memory.location),
     }
+
+
+def _releases(location: MemoryLocation) -> dict[str, Any]:
+    """A Hub memory's releases (`funes release`) as listed at the commit read."""
+    from funes.hub.reader import location_releases
+
+    releases = location_releases(location)
+    if releases is None:
+        return {}
+    return {"releases": [{"tag": r.tag, "date": r.date, "sessions": r.sessions, "chunks": r.chunks,
+                          "added": len(r.added), "published_at": r.published_at} for r in releases]}
 
 
 def _precisions(by_tier: dict[str, str]) -> str:
@@ -113,6 +125,9 @@ def render_status(status: dict[str, Any]) -> str:
             wired = f"{wired}; {agent['problem']}" if wired else agent["problem"]
         lines.append(f"agent       {agent['label']} ({agent['name']}): {agent['sessions_on_disk']} session(s) on disk, "
                      f"{agent['indexed_sessions']} indexed" + (f", {wired}" if wired else ""))
+    for release in status.get("releases", []):
+        lines.append(f"release     {release['tag']} ({release['date']}): {release['sessions']} sessions"
+                     f" ({release['added']} new), {release['chunks']} chunks")
     for remote in status.get("remotes", []):
         behind = ("up to date" if not remote["unpushed_chunks"] else
                   f"{remote['unpushed_chunks']} chunks in {remote['unpushed_sessions']} session(s) not pushed")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from funes.hub.ledger import Release
 from funes.hub.repo import HubRemote
 
 MARKER = "<!-- funes:card - written by `funes push`, which refreshes it; delete this line to keep your own -->"
@@ -54,7 +55,7 @@ def is_funes_card(text: str) -> bool:
     return MARKER in text
 
 
-def render_card(remote: HubRemote, stats: CardStats, pushed_at: str) -> str:
+def render_card(remote: HubRemote, stats: CardStats, pushed_at: str, releases: list[Release] = ()) -> str:
     from funes.agents import find_agent
 
     agents = ", ".join(f"{agent} ({count})" for agent, count in stats.chunks_per_agent.items()) or "none yet"
@@ -107,4 +108,22 @@ chunks = load_dataset("{remote.repo_id}", split="train")
 | activity | {span} |
 | embedding model | {stats.model or "unknown"} |
 | last push | {pushed_at} |
+{_releases_section(remote, releases)}"""
+
+
+def _releases_section(remote: HubRemote, releases: list[Release]) -> str:
+    """Each release (a tag of the repo, written by `funes release`), newest first."""
+    if not releases:
+        return ""
+    rows = "\n".join(f"| `{r.tag}` | {r.date} | {r.sessions} ({len(r.added)} new) | {r.chunks} |"
+                      f" `funes recall \"…\" --memory {remote.repo_id}@{r.tag}` |" for r in reversed(releases))
+    return f"""
+## Releases
+
+Each release is a tag of this repo: the memory as that release of the project shipped it.
+`load_dataset("{remote.repo_id}", revision="<tag>")` loads one.
+
+| tag | date | sessions | chunks | recall it |
+| --- | --- | --- | --- | --- |
+{rows}
 """

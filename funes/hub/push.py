@@ -47,6 +47,7 @@ from funes.errors import FunesError, MemoryIncompatibleError, RemoteError, Usage
 from funes.hub.card import CardStats, is_funes_card, render_card
 from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions, curation_path
 from funes.hub.gate import GateResult, gate, rows_by_id
+from funes.hub.ledger import RELEASES_PATH, Release, ReleaseDraft, encode_releases, read_releases
 from funes.hub.reader import pin_head
 from funes.hub.receipts import Receipt, Removals, receipt_path
 from funes.hub.repo import CARD_PATH, TABLE_DIR, URI_PREFIX, HeadMoved, HubRemote, HubRepo, RepoState, parse_remote
@@ -144,7 +145,7 @@ class PushReport:
 
 def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: bool = False,
          confirm: Callable[[str], bool] | None = None, max_attempts: int = MAX_ATTEMPTS,
-         purge_history: bool = False) -> PushReport:
+         purge_history: bool = False, release: ReleaseDraft | None = None) -> PushReport:
     """Publish what ``remote`` lacks of the memory at ``location`` (default: the local one).
 
     ``confirm`` asks the user a yes/no question (None: nobody to ask).  Raises
@@ -153,14 +154,16 @@ def push(remote: str, *, location: MemoryLocation | None = None, assume_yes: boo
     :class:`~funes.errors.WriterBusyError` when another push to ``remote`` from this
     memory is running, and :class:`~funes.errors.RemoteError` for the Hub's failures.
     ``purge_history`` squashes the repo's history to the head this push leaves, so no
-    earlier commit still holds forgotten sessions.
+    earlier commit still holds forgotten sessions.  ``release`` (from
+    :mod:`funes.hub.release`) ships only its chunks, all of them or none, and lists the
+    release in the commit's ledger and card even when no chunk is new.
     """
     hub_remote = parse_remote(remote)
     location = location or local_memory()
     local = Memory.open(location)
     local.require_rows()
     with _publish_lock(location, hub_remote):
-        publication = _Publication(hub_remote, location, local)
+        publication = _Publication(hub_remote, location, local, release)
         report = publication.run(assume_yes=assume_yes, confirm=confirm, max_attempts=max_attempts)
         if purge_history and (report.commit is not None or publication.repo.state() is not None):
             publication.repo.squash_history(f"funes push --purge-history: history squashed to {report.commit or 'head'}")
@@ -220,8 +223,10 @@ class _RemoteTable:
 
 
 class _Publication:
-    def __init__(self, remote: HubRemote, location: MemoryLocation, local: Memory):
+    def __init__(self, remote: HubRemote, location: MemoryLocation, local: Memory,
+                 release: ReleaseDraft | None = None):
         self.remote = remote
+        self.release = release
         self.location = location
         self.local = local
         self.repo = HubRepo(remote)
@@ -250,13 +255,20 @@ class _Publication:
             outdated = self._scrub_outdated(remote_table)
             # A scrubbed chunk leaves the remote and its redacted version is a candidate.
             candidates = self._eligible(remote_table, report) - (remote_ids - outdated)
+            if self.release is not None:
+                candidates &= self.release.ids
             report.already_there = len(self.local_ids & remote_ids)
             if candidates and not confirmed:
                 self._guard(remote_ids, candidates, confirm)
                 confirmed = True
             report.gate = gate(self.local, candidates)
             publishable = report.gate.publishable
-            if not publishable and not retract and not outdated:
+            if self.release is not None and (report.gate.held_chunks or report.gate.awaiting_vectors):
+                # A release missing some of its chunks would be published half-way.
+                waiting = report.gate.describe_held() or f"{report.gate.awaiting_vectors} chunk(s) without vectors"
+                raise NothingPublishable(f"{self.remote.uri}: release {self.release.tag} not published: {waiting};"
+                                         " run `funes scrub` or `funes index --yes`, then release again", report)
+            if not publishable and not retract and not outdated and self.release is None:
                 if report.gate.held_chunks:
                     raise NothingPublishable(f"{self.remote.uri}: nothing published, held back"
                                              f" {report.gate.describe_held()}; run `funes scrub`, then push again",
@@ -367,7 +379,16 @@ class _Publication:
                                                                               f"{TABLE_DIR}/_deletions/"))
                                and path not in live)
                 operations += [CommitOperationDelete(path) for path in stale]
-            card = self._card(state, table, report)
+            releases = read_releases(self.repo, state)
+            if self.release is not None:
+                from funes.traces.model import session_key
+
+                stats = CardStats.of(table.to_table(columns=["session_id", "harness", "ts"]), {})
+                added = {session_key(h or "", s) for h, s in zip(rows.column("harness").to_pylist(),
+                                                                  rows.column("session_id").to_pylist(), strict=True)}
+                releases = self.release.ledger(releases, self.release.entry(stats.chunks, stats.sessions, added, _now()))
+                operations.append(CommitOperationAdd(RELEASES_PATH, encode_releases(releases)))
+            card = self._card(state, table, report, releases)
             if card is not None:
                 operations.append(CommitOperationAdd(CARD_PATH, card.encode("utf-8")))
             if state is None:
@@ -376,7 +397,8 @@ class _Publication:
                 report.created, report.private = True, state.private
                 if state.has_table:
                     raise HeadMoved(f"{self.remote.uri} was created and pushed to meanwhile")
-            message = f"funes push: {report.pushed} chunks from {report.sessions} session(s)"
+            verb = f"funes release {self.release.tag}" if self.release is not None else "funes push"
+            message = f"{verb}: {report.pushed} chunks from {report.sessions} session(s)"
             if retract:
                 message += f", {report.retracted} removed from {report.retracted_sessions} forgotten session(s)"
             if report.scrub_retracted:
@@ -428,7 +450,7 @@ class _Publication:
             lance.dataset(uri).update_schema_metadata({PROJECT_KEY: project})
         return lance.dataset(uri)
 
-    def _card(self, state: RepoState | None, table: Any, report: PushReport) -> str | None:
+    def _card(self, state: RepoState | None, table: Any, report: PushReport, releases: list[Release]) -> str | None:
         """The card to commit, or None to keep a hand-written one."""
         if state is not None and CARD_PATH in state.files:
             existing = self.repo.download(CARD_PATH, state.sha).read_text(encoding="utf-8", errors="replace")
@@ -441,7 +463,7 @@ class _Publication:
         from funes.memory.schema import decode_metadata
 
         stats = CardStats.of(table.to_table(columns=["session_id", "harness", "ts"]), decode_metadata(table.schema))
-        return render_card(self.remote, stats, _now())
+        return render_card(self.remote, stats, _now(), releases)
 
     def _record(self, commit: str, remote_ids: set[str] | frozenset[str], *, removed: bool) -> None:
         """Remember what the remote holds of this memory, and see the new head at once.

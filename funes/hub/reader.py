@@ -18,6 +18,10 @@ data file that commit read is still read, and no rows were deleted) and indexes 
 rows; after a push removed or replaced rows (forgotten sessions, scrubbed secrets) it is
 built again from the commit's table, so no word of the removed text stays findable.
 Later reads load it as a local memory does.
+
+``org/repo@<tag>`` reads a release (:mod:`funes.hub.release`): the tag is resolved to its
+commit once and recorded in ``$FUNES_HOME/state/hub/<repo>/tags/<tag>.json``; a release
+does not change, so later reads use that commit with no request at all, whatever the TTL.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from funes.config import state_dir
-from funes.errors import MemoryIncompatibleError, RemoteError
+from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
+from funes.hub.ledger import Release, releases_at
 from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, parse_remote
 from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
 from funes.memory.location import MemoryLocation
@@ -60,12 +66,31 @@ class HubSnapshotLocation(MemoryLocation):
         return self.derived
 
 
+def location_releases(location: MemoryLocation) -> list[Release] | None:
+    """The releases listed at the commit a Hub memory was read at; None for any other memory."""
+    if not isinstance(location, HubSnapshotLocation):
+        return None
+    return releases_at(parse_remote(split_tag(location.label)[0]), location.sha)
+
+
+def split_tag(spec: str) -> tuple[str, str | None]:
+    """``org/repo@v1.2`` → (``org/repo``, ``v1.2``); no ``@``: (spec, None)."""
+    base, at, tag = spec.rpartition("@")
+    if not at:
+        return spec, None
+    if not tag.strip() or not base:
+        raise UsageError(f"--memory {spec!r}: name a release tag after @, as org/repo@v1.2.0")
+    return base, tag
+
+
 def hub_location(spec: str) -> HubSnapshotLocation:
-    """The memory ``spec`` (``org/repo`` or ``hf://datasets/…``) names, materialised."""
+    """The memory ``spec`` (``org/repo``, ``hf://datasets/…``, either with ``@<tag>``)
+    names, materialised."""
     from funes.memory.store import Memory
 
-    remote = parse_remote(spec)
-    snapshot = _current_snapshot(remote)
+    base, tag = split_tag(spec)
+    remote = parse_remote(base)
+    snapshot = _current_snapshot(remote) if tag is None else _tag_snapshot(remote, tag)
     location = HubSnapshotLocation(uri=str(snapshot.root), label=spec, derived=derived_dir(remote, snapshot.sha),
                                    sha=snapshot.sha)
     memory = Memory.open(location)
@@ -130,6 +155,33 @@ def _current_snapshot(remote: HubRemote) -> Snapshot:
         return fallback
     snapshot = fetch_snapshot(repo, state)
     pin_head(remote, state.sha)
+    return snapshot
+
+
+def _tag_file(remote: HubRemote, tag: str) -> Path:
+    return state_dir() / "hub" / remote.key / "tags" / f"{quote(tag, safe='')}.json"
+
+
+def _tag_snapshot(remote: HubRemote, tag: str) -> Snapshot:
+    """The commit release ``tag`` names: resolved on the first read, then pinned for good."""
+    path = _tag_file(remote, tag)
+    try:
+        sha = str(json.loads(path.read_text(encoding="utf-8"))["sha"])
+    except (OSError, ValueError, KeyError, TypeError):
+        sha = None
+    if sha is not None and (snapshot := cached_snapshot(remote, sha)) is not None:
+        return snapshot
+    repo = HubRepo(remote)
+    state = repo.state(sha or tag)
+    if state is None:
+        repo.require_state()  # names a missing repo as such
+        raise MemoryMissingError(f"{remote.uri} has no release {tag!r}: `funes status --memory {remote.repo_id}`"
+                                 " lists its releases")
+    snapshot = fetch_snapshot(repo, state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"sha": state.sha, "resolved_at": time.time()}), encoding="utf-8")
+    os.replace(tmp, path)
     return snapshot
 
 

@@ -110,15 +110,16 @@ class HubRepo:
 
     # ------------------------------------------------------------------ reads
     def state(self, revision: str = "main") -> RepoState | None:
-        """The commit at ``revision`` (a branch or SHA) with its file list; None when the
-        repo does not exist (or is private and this token cannot see it)."""
-        from huggingface_hub.errors import RepositoryNotFoundError
+        """The commit at ``revision`` (a branch, tag or SHA) with its file list; None when
+        the repo or the revision does not exist (or the repo is private and this token
+        cannot see it)."""
+        from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
         try:
             with self._errors("read"):
                 info = self.api.dataset_info(self.remote.repo_id, revision=revision, timeout=API_TIMEOUT_S)
         except RemoteError as exc:
-            if isinstance(exc.__cause__, RepositoryNotFoundError):
+            if isinstance(exc.__cause__, (RepositoryNotFoundError, RevisionNotFoundError)):
                 return None
             raise
         return RepoState(sha=info.sha, files=frozenset(s.rfilename for s in info.siblings or ()),
@@ -137,6 +138,12 @@ class HubRepo:
         """How many commits main's history holds."""
         with self._errors("list the commits of"):
             return sum(1 for _ in self.api.list_repo_commits(self.remote.repo_id, repo_type="dataset"))
+
+    def tags(self) -> dict[str, str]:
+        """The repo's tags: {name: commit}."""
+        with self._errors("list the tags of"):
+            refs = self.api.list_repo_refs(self.remote.repo_id, repo_type="dataset")
+        return {tag.name: tag.target_commit for tag in refs.tags}
 
     def download(self, path: str, sha: str) -> Path:
         """One file of commit ``sha``, whole, through the HF cache (no request when cached)."""
@@ -157,6 +164,19 @@ class HubRepo:
         """Create the repo private; an existing repo keeps its visibility."""
         with self._errors("create"):
             self.api.create_repo(self.remote.repo_id, repo_type="dataset", private=True, exist_ok=True)
+
+    def tag(self, name: str, commit: str, message: str, *, replace: bool = False) -> None:
+        """Tag ``commit``; ``replace`` deletes an existing tag of that name first."""
+        from huggingface_hub.errors import RevisionNotFoundError
+
+        with self._errors(f"tag {name} in"):
+            if replace:
+                try:
+                    self.api.delete_tag(self.remote.repo_id, tag=name, repo_type="dataset")
+                except RevisionNotFoundError:
+                    pass
+            self.api.create_tag(self.remote.repo_id, tag=name, revision=commit, tag_message=message,
+                                repo_type="dataset")
 
     def squash_history(self, message: str) -> None:
         """Replace main's history with one commit of its current tree (the Hub's

@@ -1,0 +1,160 @@
+"""`funes release`: a git tag of the project publishes the project memory up to the tagged
+commit and tags the dataset repo, and `--memory org/repo@tag` reads exactly that release
+from any machine."""
+
+import json
+import os
+import subprocess
+
+import pytest
+from huggingface_hub import HfApi, hf_hub_download
+
+from hub_helpers import chunk, run_cli, write_memory
+
+pytestmark = pytest.mark.usefixtures("hub_env")
+
+PROJECT = "acme/app"
+V1_DATE, V2_DATE = "2026-05-10T12:00:00Z", "2026-05-20T12:00:00Z"
+
+
+def session(session_id, day, turns=2, repo=PROJECT):
+    return [chunk(session_id, turn, f"{session_id} decided thing {turn} for the cache key",
+                  repo=repo, ts=f"2026-05-{day:02d}T09:00:{turn:02d}.000Z") for turn in range(turns)]
+
+
+BEFORE_V1 = [*session("early-one", 1), *session("early-two", 3, turns=3)]
+BETWEEN = session("middle", 15)
+AFTER_V2 = session("late", 25)
+OTHER = session("elsewhere", 2, repo="acme/other")
+
+
+def git(checkout, *args, date=None):
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.test",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.test"}
+    if date:
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    subprocess.run(["git", "-C", str(checkout), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """A checkout of the project with v1.0.0 and v2.0.0 tagged, the current folder."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    git(folder, "init", "--quiet", "--initial-branch=main")
+    for number, (tag, date) in enumerate((("v1.0.0", V1_DATE), ("v2.0.0", V2_DATE))):
+        (folder / "VERSION").write_text(tag)
+        git(folder, "add", "VERSION")
+        git(folder, "commit", "--quiet", "-m", f"release {number}", date=date)
+        git(folder, "tag", tag)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+@pytest.fixture
+def repo_id(request):
+    return "test-user/" + request.node.name
+
+
+@pytest.fixture
+def project_memory(isolated_env, repo_id, capsys):
+    write_memory([*BEFORE_V1, *BETWEEN, *AFTER_V2, *OTHER])
+    assert run_cli("curate", repo_id, PROJECT, "--include", "early-one", "--include", "early-two",
+                   "--include", "middle", "--include", "late") == 0
+    capsys.readouterr()
+
+
+def release(repo_id, tag, *flags, capsys):
+    capsys.readouterr()
+    code = run_cli("release", repo_id, tag, "--json", *flags)
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if captured.out else None), captured.err
+
+
+def read_sessions(spec, capsys):
+    capsys.readouterr()
+    code = run_cli("sessions", "--memory", spec, "--json")
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return {item["session_id"] for item in json.loads(captured.out)}
+
+
+def fresh_machine(monkeypatch, tmp_path, name):
+    """Another machine: a FUNES_HOME and an HF cache that never saw anything."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / name / "funes"))
+    monkeypatch.setenv("FUNES_CACHE_DIR", str(tmp_path / name / "cache"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / name / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / name / "hf"))
+
+
+def test_two_releases_each_recalled_exactly_from_an_empty_machine(project_memory, checkout, repo_id, hub_server,
+                                                                   monkeypatch, tmp_path, capsys):
+    code, first, err = release(repo_id, "v1.0.0", "--yes", capsys=capsys)
+    assert code == 0, err
+    assert first["since"] is None and first["pushed"] == 5 and first["sessions"] == 2 and first["private"]
+    code, second, err = release(repo_id, "v2.0.0", capsys=capsys)
+    assert code == 0, err
+    assert second["since"] == "v1.0.0" and second["pushed"] == 2 and second["sessions"] == 1
+    assert "released v2.0.0" in err
+
+    api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
+    tags = {t.name: t.target_commit for t in api.list_repo_refs(repo_id, repo_type="dataset").tags}
+    assert tags == {"v1.0.0": first["commit"], "v2.0.0": second["commit"]}
+    card = open(hf_hub_download(repo_id, "README.md", repo_type="dataset", endpoint=hub_server.endpoint)).read()
+    assert "## Releases" in card and f"--memory {repo_id}@v1.0.0" in card and f"--memory {repo_id}@v2.0.0" in card
+
+    fresh_machine(monkeypatch, tmp_path, "reader")
+    assert read_sessions(f"{repo_id}@v1.0.0", capsys) == {"early-one", "early-two"}
+    assert read_sessions(f"{repo_id}@v2.0.0", capsys) == {"early-one", "early-two", "middle"}
+    # A release once resolved is pinned: warm reads ask the Hub nothing, whatever the head's TTL.
+    monkeypatch.setenv("FUNES_HUB_HEAD_TTL", "0")
+    hub_server.reset_counts()
+    assert read_sessions(f"{repo_id}@v1.0.0", capsys) == {"early-one", "early-two"}
+    assert read_sessions(f"{repo_id}@v2.0.0", capsys) == {"early-one", "early-two", "middle"}
+    assert hub_server.request_count == 0, hub_server.requests
+
+    capsys.readouterr()
+    assert run_cli("status", "--memory", repo_id, "--json") == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [(r["tag"], r["sessions"], r["chunks"], r["added"]) for r in status["releases"]] == [
+        ("v1.0.0", 2, 5, 2), ("v2.0.0", 3, 7, 1)]
+
+
+def test_bad_releases_are_refused_in_one_line_and_publish_nothing(project_memory, checkout, repo_id, hub_server,
+                                                                   capsys):
+    code, _, err = release(repo_id, "v9.9.9", "--yes", capsys=capsys)
+    assert code == 2 and err.strip().splitlines() == [f"funes: v9.9.9: no such tag in the git checkout at {checkout}"]
+    assert release(repo_id, "v2.0.0", "--yes", capsys=capsys)[0] == 0
+    head = HfApi(endpoint=hub_server.endpoint, token=hub_server.token).dataset_info(repo_id).sha
+
+    code, _, err = release(repo_id, "v2.0.0", capsys=capsys)
+    assert code == 2 and "v2.0.0 is already released" in err and "--force" in err and len(err.splitlines()) == 1
+    # Releases publish in order: the table at v2.0.0 already holds everything before it.
+    code, _, err = release(repo_id, "v1.0.0", capsys=capsys)
+    assert code == 2 and "newer than v1.0.0" in err
+    code, _, err = release(repo_id, "v2.0.0", "--project", "acme/other", capsys=capsys)
+    assert code == 2 and "project memory of acme/app" in err
+    assert HfApi(endpoint=hub_server.endpoint, token=hub_server.token).dataset_info(repo_id).sha == head
+
+    code, report, err = release(repo_id, "v2.0.0", "--force", capsys=capsys)
+    assert code == 0 and report["retagged_from"] == head and "--force: v2.0.0 pointed at" in err
+
+    capsys.readouterr()
+    assert run_cli("sessions", "--memory", f"{repo_id}@v3.0.0") == 3
+    assert capsys.readouterr().err.strip() == (f"funes: hf://datasets/{repo_id} has no release 'v3.0.0':"
+                                               f" `funes status --memory {repo_id}` lists its releases")
+
+
+def test_a_memory_without_the_project_refuses_to_release(isolated_env, checkout, repo_id, hub_server, capsys):
+    write_memory(OTHER)
+    code, _, err = release(repo_id, "v1.0.0", "--project", PROJECT, "--yes", capsys=capsys)
+    assert code == 3 and err.strip() == f"funes: the memory at local holds no session of {PROJECT}"
+
+
+def test_an_unreachable_hub_is_one_line(project_memory, checkout, repo_id, monkeypatch, capsys):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    code, _, err = release(repo_id, "v1.0.0", "--project", PROJECT, "--yes", capsys=capsys)
+    assert code == 6 and len(err.strip().splitlines()) == 1 and "cannot be reached" in err
