@@ -71,6 +71,8 @@ def recall_command(
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
     fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",
                                help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
+    since_release: str = typer.Option(None, "--since-release",
+                                      help="Only sessions the releases after this tag added (--memory org/repo[@tag])."),
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.embedding import loading_query_embedder, query_model_cached
@@ -102,6 +104,12 @@ def recall_command(
     if how.uses_dense and query_model_cached():
         embedder = _preloaded_embedder or loading_query_embedder()
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how, embedder=embedder)
+    if since_release is not None:
+        from dataclasses import replace
+
+        from funes.hub.reader import release_sessions
+
+        filters = replace(filters, sessions=release_sessions(recaller.memory.location, since_release))
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     try:
         if batch is not None:

@@ -76,6 +76,7 @@ class Filters:
     file: str | None = None  # as given
     command: str | None = None  # a substring of a command the turn ran
     file_forms: tuple[str, ...] = ()  # the stored path prefixes ``file`` names (provenance.query_paths)
+    sessions: tuple[str, ...] | None = None  # only these session ids (`--since-release`); () admits none
 
     @classmethod
     def parse(
@@ -143,7 +144,7 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
+        return any(getattr(self, f.name) for f in fields(self)) or self.sessions is not None
 
     def where(self) -> str | None:
         """The Lance SQL predicate, or None when nothing is filtered."""
@@ -169,4 +170,6 @@ class Filters:
             clauses.append(file_predicate(self.file_forms))
         if self.command:
             clauses.append(command_predicate(self.command))
+        if self.sessions is not None:
+            clauses.append(f"session_id IN ({', '.join(_quote(s) for s in self.sessions) or _quote('')})")
         return " AND ".join(clauses) if clauses else None

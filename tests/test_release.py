@@ -80,6 +80,15 @@ def read_sessions(spec, capsys):
     return {item["session_id"] for item in json.loads(captured.out)}
 
 
+def recall(spec, *flags, capsys):
+    capsys.readouterr()
+    code = run_cli("recall", "decided thing for the cache key", "--memory", spec, "--fusion", "lexical",
+                   "--no-rerank", "-k", "20", "--json", *flags)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out)
+
+
 def fresh_machine(monkeypatch, tmp_path, name):
     """Another machine: a FUNES_HOME and an HF cache that never saw anything."""
     from huggingface_hub import constants
@@ -115,6 +124,15 @@ def test_two_releases_each_recalled_exactly_from_an_empty_machine(project_memory
     assert read_sessions(f"{repo_id}@v1.0.0", capsys) == {"early-one", "early-two"}
     assert read_sessions(f"{repo_id}@v2.0.0", capsys) == {"early-one", "early-two", "middle"}
     assert hub_server.request_count == 0, hub_server.requests
+
+    # What changed between releases: only the sessions v2.0.0 added.
+    hits = recall(f"{repo_id}@v2.0.0", "--since-release", "v1.0.0", capsys=capsys)
+    assert hits and {hit["session_id"] for hit in hits} == {"middle"}
+    assert {hit["session_id"] for hit in recall(f"{repo_id}@v2.0.0", capsys=capsys)} > {"middle"}
+    assert recall(f"{repo_id}@v1.0.0", "--since-release", "v1.0.0", capsys=capsys) == []
+    capsys.readouterr()
+    assert run_cli("recall", "cache key", "--memory", f"{repo_id}@v2.0.0", "--since-release", "v0.1") == 2
+    assert "not a release of" in capsys.readouterr().err
 
     capsys.readouterr()
     assert run_cli("status", "--memory", repo_id, "--json") == 0

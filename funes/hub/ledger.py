@@ -59,7 +59,7 @@ def encode_releases(releases: list[Release]) -> bytes:
     return (json.dumps({"releases": [asdict(release) for release in releases]}, indent=1) + "\n").encode("utf-8")
 
 
-def added_since(releases: list[Release], tag: str, since: str) -> set[str]:
+def added_since(releases: list[Release], tag: str | None, since: str) -> set[str]:
     """The session keys the releases after ``since`` up to ``tag`` added."""
     names = [release.tag for release in releases]
     if since not in names:

@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 from funes.config import state_dir
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
-from funes.hub.ledger import Release, releases_at
+from funes.hub.ledger import Release, added_since, releases_at
 from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, parse_remote
 from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
 from funes.memory.location import MemoryLocation
@@ -71,6 +71,22 @@ def location_releases(location: MemoryLocation) -> list[Release] | None:
     if not isinstance(location, HubSnapshotLocation):
         return None
     return releases_at(parse_remote(split_tag(location.label)[0]), location.sha)
+
+
+def release_sessions(location: MemoryLocation, since: str) -> tuple[str, ...]:
+    """The session ids the releases after ``since`` added, up to the release read (the
+    newest one when the head was read)."""
+    releases = location_releases(location)
+    if releases is None:
+        raise UsageError(f"--since-release {since}: {location.label} is not a Hub memory; releases are"
+                         " read from one, as --memory org/repo@<tag>")
+    tag = split_tag(location.label)[1] or (releases[-1].tag if releases else None)
+    try:
+        keys = added_since(releases, tag, since)
+    except KeyError:
+        known = ", ".join(r.tag for r in releases) or "none"
+        raise UsageError(f"--since-release {since}: not a release of {location.label} (its releases: {known})") from None
+    return tuple(sorted(key.split("--", 1)[-1] for key in keys))
 
 
 def split_tag(spec: str) -> tuple[str, str | None]:
