@@ -159,6 +159,10 @@ def test_bad_releases_are_refused_in_one_line_and_publish_nothing(project_memory
 
     code, report, err = release(repo_id, "v2.0.0", "--force", capsys=capsys)
     assert code == 0 and report["retagged_from"] == head and "--force: v2.0.0 pointed at" in err
+    capsys.readouterr()
+    assert run_cli("status", "--memory", repo_id, "--json") == 0
+    [again] = json.loads(capsys.readouterr().out)["releases"]
+    assert (again["tag"], again["sessions"], again["added"]) == ("v2.0.0", 3, 3)
 
     capsys.readouterr()
     assert run_cli("sessions", "--memory", f"{repo_id}@v3.0.0") == 3
@@ -176,3 +180,36 @@ def test_an_unreachable_hub_is_one_line(project_memory, checkout, repo_id, monke
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     code, _, err = release(repo_id, "v1.0.0", "--project", PROJECT, "--yes", capsys=capsys)
     assert code == 6 and len(err.strip().splitlines()) == 1 and "cannot be reached" in err
+
+
+def test_a_forget_after_a_release_reaches_the_head_and_names_the_tags_that_keep_it(project_memory, checkout, repo_id,
+                                                                                   hub_server, capsys):
+    assert release(repo_id, "v1.0.0", "--yes", capsys=capsys)[0] == 0
+    assert release(repo_id, "v2.0.0", capsys=capsys)[0] == 0
+    assert run_cli("curate", repo_id, PROJECT, "--exclude", "late") == 0  # after v2.0.0: the next release's
+    assert run_cli("forget", "--session", "middle", "--yes") == 0
+    capsys.readouterr()
+    assert run_cli("push", repo_id, "--json") == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["retracted_sessions"] == 1 and report["releases_holding"] == ["v2.0.0"]
+    assert "release tag(s) v2.0.0 still name commits holding the forgotten sessions" in captured.err
+    assert read_sessions(repo_id, capsys) == {"early-one", "early-two"}
+    # A release stays as published until its maintainer publishes it again.
+    assert "middle" in read_sessions(f"{repo_id}@v2.0.0", capsys)
+    code, report, err = release(repo_id, "v2.0.0", "--force", capsys=capsys)
+    assert code == 0, err
+    from funes.hub.reader import _tag_file
+    from funes.hub.repo import parse_remote
+
+    _tag_file(parse_remote(repo_id), "v2.0.0").unlink()  # this host resolves the moved tag again
+    assert read_sessions(f"{repo_id}@v2.0.0", capsys) == {"early-one", "early-two"}
+
+
+def test_a_head_pushed_past_the_tag_is_not_released(project_memory, checkout, repo_id, hub_server, capsys):
+    assert run_cli("push", repo_id, "--yes") == 0  # ships "late", dated after v2.0.0
+    head = HfApi(endpoint=hub_server.endpoint, token=hub_server.token).dataset_info(repo_id).sha
+    code, _, err = release(repo_id, "v2.0.0", capsys=capsys)
+    assert code == 2 and "already holds chunks dated after v2.0.0" in err and len(err.strip().splitlines()) == 1
+    api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
+    assert api.dataset_info(repo_id).sha == head and api.list_repo_refs(repo_id, repo_type="dataset").tags == []

@@ -10,7 +10,7 @@ and the dataset card read.  Plain pushes leave the file as it is.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from funes.errors import RemoteError
@@ -82,5 +82,10 @@ class ReleaseDraft:
         return Release(self.tag, self.date, published_at, table_rows, table_sessions, tuple(sorted(added)),
                        self.since)
 
-    def ledger(self, earlier: list[Release], entry: Release) -> list[Release]:
+    def ledger(self, earlier: list[Release], entry: Release, present: set[str]) -> list[Release]:
+        """``earlier`` with ``entry`` last; published again (``--force``), the release keeps
+        the sessions it added before that the table (its session keys: ``present``) still holds."""
+        again = [release for release in earlier if release.tag == self.tag]
+        if again:
+            entry = replace(entry, added=tuple(sorted((set(entry.added) | set(again[-1].added)) & present)))
         return [*(release for release in earlier if release.tag != self.tag), entry]

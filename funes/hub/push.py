@@ -99,6 +99,7 @@ class PushReport:
     retracted_sessions: int = 0
     scrub_retracted: int = 0  # remote chunks holding text `funes scrub` replaced or dropped, removed by this push
     history_purged: bool = False  # the remote's history was squashed to its new head
+    releases_holding: list[str] = field(default_factory=list)  # release tags whose commits hold what this push removed
 
     @property
     def held_back(self) -> int:
@@ -134,6 +135,10 @@ class PushReport:
                          "--purge-history to squash its history")
         if self.scrub_retracted:
             notes.append("revoke the scrubbed secrets: anyone who read the repo before this push may hold them")
+        if self.releases_holding:
+            notes.append(f"release tag(s) {', '.join(self.releases_holding)} still name commits holding the forgotten"
+                         " sessions: a release stays as published; `funes release --force` publishes the newest again"
+                         " without them, and deleting a tag on the Hub withdraws a release")
         if self.history_purged:
             notes.append("copies already downloaded from the repo (clones, other machines' caches) cannot be "
                          "recalled: forgetting reaches only the Hub")
@@ -380,13 +385,20 @@ class _Publication:
                                and path not in live)
                 operations += [CommitOperationDelete(path) for path in stale]
             releases = read_releases(self.repo, state)
+            if retract:
+                gone = set(retract.values())
+                first = next((n for n, release in enumerate(releases) if gone & set(release.added)), len(releases))
+                report.releases_holding = [release.tag for release in releases[first:]]
             if self.release is not None:
                 from funes.traces.model import session_key
 
-                stats = CardStats.of(table.to_table(columns=["session_id", "harness", "ts"]), {})
-                added = {session_key(h or "", s) for h, s in zip(rows.column("harness").to_pylist(),
-                                                                  rows.column("session_id").to_pylist(), strict=True)}
-                releases = self.release.ledger(releases, self.release.entry(stats.chunks, stats.sessions, added, _now()))
+                held = table.to_table(columns=["session_id", "harness", "ts"])
+                stats = CardStats.of(held, {})
+                keys = [{session_key(h or "", s) for h, s in zip(t.column("harness").to_pylist(),
+                                                                 t.column("session_id").to_pylist(), strict=True)}
+                        for t in (rows, held)]
+                releases = self.release.ledger(releases, self.release.entry(stats.chunks, stats.sessions, keys[0], _now()),
+                                               present=keys[1])
                 operations.append(CommitOperationAdd(RELEASES_PATH, encode_releases(releases)))
             card = self._card(state, table, report, releases)
             if card is not None:

@@ -29,7 +29,8 @@ from funes.errors import MemoryMissingError, RemoteError, UsageError
 from funes.hub.curation import SESSION_COLUMNS, Curation, ProjectSessions
 from funes.hub.ledger import Release, ReleaseDraft, read_releases
 from funes.hub.push import PushReport, push
-from funes.hub.repo import HubRepo, parse_remote
+from funes.hub.repo import HubRepo, RepoState, parse_remote
+from funes.hub.snapshot import fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
 from funes.memory.store import Memory
 from funes.provenance import checkout_root
@@ -85,6 +86,10 @@ def release(remote_spec: str, tag: str, *, project: str | None = None, since: st
     newer = [r.tag for r in ledger if r.tag != tag and _parse(r.date) > date]
     if newer:
         raise UsageError(f"{remote.uri} already holds release {newer[-1]}, newer than {tag}: releases publish in order")
+    newest = _newest_row(repo, state)
+    if newest is not None and newest > date:
+        raise UsageError(f"{remote.uri} already holds chunks dated after {tag} ({_iso(date)}), up to {_iso(newest)}:"
+                         " a release tags the head, so release each tag before pushing the sessions after it")
     if since is None:
         earlier = [r for r in ledger if r.tag != tag]
         since = earlier[-1].tag if earlier else None
@@ -117,10 +122,15 @@ def release(remote_spec: str, tag: str, *, project: str | None = None, since: st
     return ReleaseReport(tag, _iso(date), since, report, retagged_from=tags.get(tag))
 
 
-def releases_of(remote_spec: str) -> list[Release]:
-    """The releases the repo's head lists, oldest first."""
-    repo = HubRepo(parse_remote(remote_spec))
-    return read_releases(repo, repo.state())
+def _newest_row(repo: HubRepo, state: RepoState | None) -> datetime | None:
+    """The latest chunk time of the head's table (fetched through the HF cache, which
+    the push then reads again for free)."""
+    if state is None or not state.has_table:
+        return None
+    snapshot = fetch_snapshot(repo, state)
+    table = Memory.open(MemoryLocation(uri=str(snapshot.root), label=repo.remote.uri))
+    stamps = [stamp for value in table.scan(["ts"]).column("ts").to_pylist() if (stamp := _parse_or_none(value))]
+    return max(stamps, default=None)
 
 
 # --------------------------------------------------------------------------- the project's checkout
