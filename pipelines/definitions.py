@@ -8,10 +8,12 @@ from funes.assets.embed import chunk_embeddings, dense_backfill
 from funes.assets.ingest import raw_traces, redacted_chunks, session_turns
 from funes.assets.maintenance import memory_maintenance
 from funes.assets.publication import hub_publication, publication_schedule, publish_memory
+from funes.assets.release import publish_release, release_memory
 from funes.assets.store import memory_chunks
 from funes.pipelines.automation import hourly_sweep, transcript_sensor
 from funes.pipelines.checks import embedding_model_pinned, no_unredacted_secrets
 from funes.pipelines.jobs import index_sessions, maintain_memory, observe_traces
+from funes.pipelines.releases import release_sensor
 from funes.pipelines.chain_store import ChainIOManager
 from funes.pipelines.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
 
@@ -42,10 +44,10 @@ if EXECUTOR not in EXECUTORS:
 
 defs = dg.Definitions(
     assets=[raw_traces, session_turns, redacted_chunks, chunk_embeddings, memory_chunks, dense_backfill, memory_maintenance,
-            hub_publication],
+            hub_publication, release_memory],
     asset_checks=[no_unredacted_secrets, embedding_model_pinned],
-    jobs=[index_sessions, maintain_memory, observe_traces, publish_memory],
-    sensors=[transcript_sensor, dg.AutomationConditionSensorDefinition(
+    jobs=[index_sessions, maintain_memory, observe_traces, publish_memory, publish_release],
+    sensors=[transcript_sensor, release_sensor, dg.AutomationConditionSensorDefinition(
         "maintenance_automation", target=dg.AssetSelection.assets(memory_maintenance))],
     schedules=[hourly_sweep, publication_schedule],
     resources={

@@ -213,3 +213,53 @@ def test_a_head_pushed_past_the_tag_is_not_released(project_memory, checkout, re
     assert code == 2 and "already holds chunks dated after v2.0.0" in err and len(err.strip().splitlines()) == 1
     api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
     assert api.dataset_info(repo_id).sha == head and api.list_repo_refs(repo_id, repo_type="dataset").tags == []
+
+
+def tag_ids(hub_server, repo_id, tag):
+    """Chunk ids of the table at ``tag``, read from the test Hub's git objects."""
+    import tempfile
+
+    import lance
+
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(["git", f"--git-dir={hub_server.git_dir(repo_id, 'dataset')}", "archive", tag],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        return set(lance.dataset(f"{folder}/chunks.lance").to_table(columns=["id"]).column("id").to_pylist())
+
+
+def test_the_release_sensor_and_partitions_publish_what_the_cli_does(project_memory, checkout, repo_id, hub_server,
+                                                                     monkeypatch, capsys):
+    import dagster as dg
+
+    from funes.assets.release import release_memory, release_partitions
+    from funes.pipelines.releases import release_sensor
+    from funes.pipelines.resources import MemoryResource
+
+    by_hand = repo_id + "-cli"
+    assert run_cli("curate", by_hand, PROJECT, "--include", "early-one", "--include", "early-two",
+                   "--include", "middle") == 0
+    assert release(by_hand, "v1.0.0", "--yes", capsys=capsys)[0] == 0
+    assert release(by_hand, "v2.0.0", capsys=capsys)[0] == 0
+
+    monkeypatch.setenv("FUNES_RELEASE_CHECKOUT", str(checkout))
+    monkeypatch.setenv("FUNES_RELEASE_REMOTE", repo_id)
+    git(checkout, "tag", "-d", "v2.0.0")
+    instance = dg.DagsterInstance.ephemeral()
+    first = release_sensor(dg.build_sensor_context(instance=instance))
+    # Tags there before the sensor are adopted as partitions, for a backfill; none runs by itself.
+    assert not first.run_requests and first.dynamic_partitions_requests[0].partition_keys == ["v1.0.0"]
+    instance.add_dynamic_partitions(release_partitions.name, ["v1.0.0"])
+    git(checkout, "tag", "v2.0.0", "HEAD")
+    second = release_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    assert [request.partition_key for request in second.run_requests] == ["v2.0.0"]
+    instance.add_dynamic_partitions(release_partitions.name, ["v2.0.0"])
+
+    for tag, yes in (("v1.0.0", True), ("v2.0.0", False)):
+        result = dg.materialize([release_memory], instance=instance, partition_key=tag,
+                                resources={"memory": MemoryResource()},
+                                run_config={"ops": {"release_memory": {"config": {"assume_yes": yes}}}})
+        [materialization] = result.asset_materializations_for_node("release_memory")
+        metadata = {key: value.value for key, value in materialization.metadata.items()}
+        assert metadata["tag"] == tag and metadata["commit"] and metadata["chunks"] > 0 and metadata["sessions"] > 0
+        assert tag_ids(hub_server, repo_id, tag) == tag_ids(hub_server, by_hand, tag)

@@ -146,6 +146,17 @@ def find_checkout(project: str, cwds: list[str | None]) -> Path:
     raise UsageError(f"no git checkout of {project} here: run funes release inside one")
 
 
+def checkout_tags(checkout: Path) -> list[str]:
+    """The tags of ``checkout``, oldest tagged commit first (the order releases publish in)."""
+    result = subprocess.run(["git", "-C", str(checkout), "for-each-ref", "refs/tags",
+                             "--format=%(*committerdate:unix)%(committerdate:unix) %(refname:strip=2)"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise UsageError(f"{checkout}: not a git checkout ({result.stderr.strip().splitlines()[-1:]})")
+    dated = [line.split(" ", 1) for line in result.stdout.splitlines() if " " in line]
+    return [tag for stamp, tag in sorted(dated, key=lambda item: (int(item[0] or 0), item[1]))]
+
+
 def tag_date(checkout: Path, tag: str) -> datetime:
     """The committer date of the commit ``tag`` names in ``checkout``."""
     result = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%ct", f"refs/tags/{tag}^{{commit}}",
