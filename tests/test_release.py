@@ -263,3 +263,19 @@ def test_the_release_sensor_and_partitions_publish_what_the_cli_does(project_mem
         metadata = {key: value.value for key, value in materialization.metadata.items()}
         assert metadata["tag"] == tag and metadata["commit"] and metadata["chunks"] > 0 and metadata["sessions"] > 0
         assert tag_ids(hub_server, repo_id, tag) == tag_ids(hub_server, by_hand, tag)
+
+
+def test_datasets_load_dataset_loads_a_release(project_memory, checkout, repo_id, hub_server, tmp_path, capsys):
+    import sys
+
+    assert release(repo_id, "v1.0.0", "--yes", capsys=capsys)[0] == 0
+    assert release(repo_id, "v2.0.0", capsys=capsys)[0] == 0
+    # datasets' Lance builder reads main only: a release loads from its snapshot, fetched by tag.
+    script = ("import datasets, json, sys; from huggingface_hub import snapshot_download; "
+              "print(json.dumps([datasets.load_dataset(sys.argv[1], split='train').num_rows] + ["
+              "datasets.load_dataset(snapshot_download(sys.argv[1], repo_type='dataset', revision=tag),"
+              " split='train').num_rows for tag in ('v1.0.0', 'v2.0.0')]))")
+    result = subprocess.run([sys.executable, "-c", script, repo_id], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "datasets-cache")})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == [7, 5, 7]

@@ -121,7 +121,8 @@ def _releases_section(remote: HubRemote, releases: list[Release]) -> str:
 ## Releases
 
 Each release is a tag of this repo: the memory as that release of the project shipped it.
-`load_dataset("{remote.repo_id}", revision="<tag>")` loads one.
+`load_dataset(snapshot_download("{remote.repo_id}", repo_type="dataset", revision="<tag>"), split="train")`
+loads one (`datasets` reads a Lance table from the Hub at `main` only).
 
 | tag | date | sessions | chunks | recall it |
 | --- | --- | --- | --- | --- |
