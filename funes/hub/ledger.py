@@ -40,8 +40,12 @@ def read_releases(repo: HubRepo, state: RepoState | None) -> list[Release]:
 def releases_at(remote: HubRemote, sha: str) -> list[Release]:
     """The releases listed at commit ``sha``, through the HF cache, which also records a
     commit without the file: a warm read makes no request either way."""
+    from huggingface_hub import _CACHED_NO_EXIST, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError
 
+    # A download asks the Hub even when the cache knows the file is absent at a commit.
+    if try_to_load_from_cache(remote.repo_id, RELEASES_PATH, revision=sha, repo_type="dataset") is _CACHED_NO_EXIST:
+        return []
     try:
         return _decode(HubRepo(remote).download(RELEASES_PATH, sha))
     except RemoteError as exc:
