@@ -279,3 +279,19 @@ def test_datasets_load_dataset_loads_a_release(project_memory, checkout, repo_id
                             env={**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "datasets-cache")})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == [7, 5, 7]
+
+
+def test_a_release_whose_tag_failed_is_tagged_by_running_it_again(project_memory, checkout, repo_id, hub_server,
+                                                                  capsys):
+    hub_server.fail_next("tag-create", status=403)
+    code, _, err = release(repo_id, "v1.0.0", "--yes", capsys=capsys)
+    assert code == 6 and "published in commit" in err and "again to tag it" in err and len(err.strip().splitlines()) == 1
+    api = HfApi(endpoint=hub_server.endpoint, token=hub_server.token)
+    assert api.list_repo_refs(repo_id, repo_type="dataset").tags == []
+    code, report, err = release(repo_id, "v1.0.0", capsys=capsys)
+    assert code == 0 and report["pushed"] == 0, err
+    assert [t.name for t in api.list_repo_refs(repo_id, repo_type="dataset").tags] == ["v1.0.0"]
+    capsys.readouterr()
+    assert run_cli("status", "--memory", f"{repo_id}@v1.0.0", "--json") == 0
+    [entry] = json.loads(capsys.readouterr().out)["releases"]
+    assert (entry["tag"], entry["chunks"], entry["added"]) == ("v1.0.0", 5, 2)

@@ -118,7 +118,7 @@ def release(remote_spec: str, tag: str, *, project: str | None = None, since: st
         repo.tag(tag, report.commit, f"funes release {tag}", replace=tag in tags)
     except RemoteError as exc:
         raise RemoteError(f"{exc}; release {tag} is published in commit {report.commit[:12]} but not tagged:"
-                          f" run `funes release {remote.repo_id} {tag} --force` to tag it") from exc
+                          f" run `funes release {remote.repo_id} {tag}` again to tag it") from exc
     return ReleaseReport(tag, _iso(date), since, report, retagged_from=tags.get(tag))
 
 
