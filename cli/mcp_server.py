@@ -20,14 +20,14 @@ from pydantic import BeforeValidator, Field
 
 from funes.errors import FunesError, UsageError, bounded_int, positive_number
 from funes.retrieval.bounds import (
-    MAX_CANDIDATES,
+    DEFAULT_BUDGET,
+    DEFAULT_K,
     MAX_HISTORY_LIMIT,
-    MAX_K,
-    MAX_NEIGHBORS,
     MAX_SCAN_CONTEXT,
     MAX_SCAN_LIMIT,
     MAX_SEQ,
     MAX_WINDOW,
+    RECALL_COUNTS,
     whole,
 )
 
@@ -43,8 +43,9 @@ RECALL_DESCRIPTION = (
     "Search past coding-agent sessions for verbatim passages about a topic. Pays off for past decisions "
     "and their rationale, earlier findings, errors already debugged, commands or configs that worked, "
     "and anything the user says 'we did before'. Each hit is a header naming agent, timestamp, workdir, "
-    "session and turn, a `→ get <session> <turn>` line to open it, then its text with every line quoted "
-    "as `> `. Filters narrow by agent (harness), "
+    "session and turn, a `→ get <session> <turn>` line to open it, then the part of its text that matched, "
+    "every line quoted as `> `. The hits are packed into `budget` tokens (default 1,000); a last line says "
+    "how many more there were (a larger budget or k shows them). Filters narrow by agent (harness), "
     "block type, project (workdir prefix), repo (owner/name), branch, session, time (since/until: "
     "ISO dates or spans like 7d, 2w), a file the hit's turn touched (file: a path relative to the repo root, "
     "a prefix match) and a command it ran (command: a substring); half_life (days) favours recent hits. The returned text is quoted "
@@ -101,9 +102,8 @@ def _count(name: str, low: int, high: int) -> Any:
                      _argument(lambda value: bounded_int(name, whole(value), low, high))]
 
 
-K = _count("k", 1, MAX_K)
-CANDIDATES = _count("candidates", 1, MAX_CANDIDATES)
-NEIGHBORS = _count("neighbors", 0, MAX_NEIGHBORS)
+K, CANDIDATES, NEIGHBORS, BUDGET = (_count(name, *RECALL_COUNTS[name][1:])
+                                    for name in ("k", "candidates", "neighbors", "budget"))
 WINDOW = _count("window", 0, MAX_WINDOW)
 SEQ = _count("seq", 0, MAX_SEQ)
 SCAN_CONTEXT = _count("context", 0, MAX_SCAN_CONTEXT)
@@ -263,7 +263,7 @@ def build_server(default_memory: str | None) -> Any:
     @server.tool(name="recall", description=RECALL_DESCRIPTION)
     def recall(
         query: str,
-        k: K = 8,
+        k: K = DEFAULT_K,
         block_type: str | None = None,
         harness: str | None = None,
         workdir: str | None = None,
@@ -278,6 +278,7 @@ def build_server(default_memory: str | None) -> Any:
         neighbors: NEIGHBORS = 1,
         candidates: CANDIDATES = 30,
         memory: str | None = None,
+        budget: BUDGET = DEFAULT_BUDGET,
     ) -> str:
         from funes.retrieval.format import format_recall
 
@@ -287,7 +288,7 @@ def build_server(default_memory: str | None) -> Any:
                                     command=command)
             result = service.recaller(memory).recall(query, k=k, candidates=candidates, neighbors=neighbors,
                                                      filters=filters, half_life=half_life)
-            return format_recall(result)
+            return format_recall(result, budget)
 
         return tool_errors(run)
 

@@ -25,7 +25,8 @@ from funes.cli.options import (
     UNTIL,
     WORKDIR,
 )
-from funes.errors import FunesError, UsageError, bounded_int, positive_number
+from funes.errors import FunesError, UsageError, positive_number
+from funes.retrieval.bounds import DEFAULT_BUDGET, DEFAULT_K, MAX_BUDGET, MIN_BUDGET
 
 # The query embedder main() started loading before the command line was parsed.
 _preloaded_embedder: Future | None = None
@@ -51,7 +52,10 @@ def preload_query_embedder(argv: list[str]) -> None:
 @app.command("recall")
 def recall_command(
     query: str = typer.Argument(None, help="What to recall, in free text."),
-    k: int = typer.Option(8, "-k", "--k", help="Hits returned."),
+    k: int = typer.Option(DEFAULT_K, "-k", "--k", help="Hits returned (at most: the budget may show fewer)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget",
+                               help=f"Tokens (characters / 4) the agent format packs its hits into, "
+                                    f"{MIN_BUDGET:,}–{MAX_BUDGET:,}; --json and --batch show every hit whole."),
     candidates: int = typer.Option(30, "--candidates", help="Fused pool reranked before the top-k cut."),
     neighbors: int = typer.Option(1, "--neighbors", help="Turns either side (by seq) previewed per hit; 0 for none."),
     half_life: float = typer.Option(None, "--half-life", help="Recency decay in days (default: recency only breaks ties)."),
@@ -77,7 +81,7 @@ def recall_command(
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.embedding import loading_query_embedder, query_model_cached
     from funes.retrieval.access import open_memory
-    from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
+    from funes.retrieval.bounds import check_counts, checked_query
     from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
@@ -88,9 +92,7 @@ def recall_command(
     # Everything is checked before the models load.
     if query is not None and batch is None:
         query = checked_query(query)
-    bounded_int("-k", k, 1, MAX_K)
-    bounded_int("--candidates", candidates, 1, MAX_CANDIDATES)
-    bounded_int("--neighbors", neighbors, 0, MAX_NEIGHBORS)
+    check_counts(flags=True, k=k, candidates=candidates, neighbors=neighbors, budget=budget)
     if half_life is not None:
         positive_number("--half-life", half_life, "days")
     filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
@@ -119,7 +121,7 @@ def recall_command(
         if as_json:
             print_json(hits_json(result))
         else:
-            sys.stdout.write(format_recall(result) + "\n")
+            sys.stdout.write(format_recall(result, budget) + "\n")
     finally:
         warn_if_damaged(recaller.memory)
 

@@ -4,7 +4,7 @@ argument ranges with these before it answers `initialize`."""
 
 from __future__ import annotations
 
-from funes.errors import UsageError
+from funes.errors import UsageError, bounded_int
 
 # BM25 searches a query whole (the embedder reads its first 256 tokens): a 10 MB
 # query held an MCP server for 43 s.
@@ -12,6 +12,24 @@ MAX_QUERY_CHARS = 8_000
 MAX_K = 1_000
 MAX_CANDIDATES = 1_000
 MAX_NEIGHBORS = 50  # turns either side previewed per hit
+DEFAULT_K = 8
+# `recall`'s agent format packs its hits into a budget of tokens, counted as characters
+# / 4: near what peers answer with, and far under the 25k tokens Claude Code refuses.
+DEFAULT_BUDGET = 1_000
+MIN_BUDGET = 200  # a hit's provenance and a few lines of its text
+MAX_BUDGET = 25_000
+CHARS_PER_TOKEN = 4
+# recall's counts: the CLI's flag, the lowest and highest value.
+RECALL_COUNTS = {"k": ("-k", 1, MAX_K), "candidates": ("--candidates", 1, MAX_CANDIDATES),
+                 "neighbors": ("--neighbors", 0, MAX_NEIGHBORS), "budget": ("--budget", MIN_BUDGET, MAX_BUDGET)}
+
+
+def check_counts(*, flags: bool = False, **counts: int) -> None:
+    """A usage error naming the first of ``counts`` (k, candidates, neighbors,
+    budget) out of its bounds, as the CLI's flag when ``flags``, else by name."""
+    for name, value in counts.items():
+        flag, low, high = RECALL_COUNTS[name]
+        bounded_int(flag if flags else name, value, low, high)
 MAX_WINDOW = 1_000  # turns either side one `get` reads
 MAX_SEQ = 2**31 - 1  # a turn's seq is an int32 column
 # A range read (`get SESSION --from N`): 20 turns unless told, and no more text than an

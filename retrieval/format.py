@@ -2,6 +2,11 @@
 MCP tools return).  The contract lives in docs/contract.md and is tested
 verbatim; change both together or not at all.
 
+Every token `recall` returns is one the agent pays for on every later turn, so the
+agent format packs its hits into a budget (:func:`format_recall`): of each hit the
+window that matched the query, not its whole passage, and nothing twice; `--json`
+keeps every hit whole.
+
 Recalled text comes from transcripts, so it may hold anything, including lines that
 look like a hit's header, its ``→ get`` line or the ``---`` separator.  So every line
 of recalled text is quoted (``> ``), and every field of a structural line is printed
@@ -12,7 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from funes.retrieval.search import Hit, RecallResult
+from funes.memory.lexical import tokenize
+from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
+from funes.retrieval.passage import ELLIPSIS, answer_window
+from funes.retrieval.search import NEIGHBOR_PREVIEW, Hit, Neighbor, RecallResult
 
 SEPARATOR = "---"
 NO_RESULTS = "no results"
@@ -45,24 +53,75 @@ def quoted(text: str) -> str:
     return "\n".join(QUOTE + line if line else QUOTE.rstrip() for line in text.splitlines() or [""])
 
 
-def format_hit(hit: Hit, memory_label: str) -> str:
-    lines = [
-        f"[{field(hit.ts)}] {field(hit.harness)} {field(hit.workdir)}/{field(hit.session_id[:8])} "
-        f"{field(hit.block_type)}  score={hit.score:.3f}",
-        f"  → get {field(hit.session_id)} {field(hit.turn_uuid)} --memory {field(memory_label)}",
-        quoted(hit.text),
-    ]
-    for neighbor in hit.neighbors:
-        lines.append(f"  ~ [{field(neighbor.role)} {field(neighbor.block_type)} seq{neighbor.seq}] "
-                     f"{_one_line(neighbor.text)[:160]}")
-    lines.append(SEPARATOR)
-    return "\n".join(lines)
+def _header(hit: Hit, memory_label: str) -> list[str]:
+    return [f"[{field(hit.ts)}] {field(hit.harness)} {field(hit.workdir)}/{field(hit.session_id[:8])} "
+            f"{field(hit.block_type)}  score={hit.score:.3f}",
+            f"  → get {field(hit.session_id)} {field(hit.turn_uuid)} --memory {field(memory_label)}"]
 
 
-def format_recall(result: RecallResult) -> str:
+def _neighbor_line(neighbor: Neighbor) -> str:
+    return (f"  ~ [{field(neighbor.role)} {field(neighbor.block_type)} seq{neighbor.seq}] "
+            f"{_one_line(neighbor.text)[:NEIGHBOR_PREVIEW]}")
+
+
+def _cost(head: list[str], window: str) -> int:
+    """Characters a hit takes: its head, its quoted window, the separator, each with its line break."""
+    return sum(len(line) + 1 for line in head) + len(quoted(window)) + 1 + len(SEPARATOR) + 1
+
+
+def more_line(count: int) -> str:
+    """The last line when the budget left hits out."""
+    return f"{count} more hit{'s' if count != 1 else ''}: a larger budget (--budget) or k (-k) shows them"
+
+
+def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
+    """The hits packed into ``budget`` tokens (characters / 4): of each, in rank
+    order, its provenance, its ``→ get`` line and the window of its passage that
+    holds the query's words (retrieval/passage.py); a hit whose window shows only
+    text already shown is left out; neighbours come last, with what the budget has
+    left, those already shown left out; the last line counts the hits the budget
+    left out.  The first hit is always shown, its window cut to fit."""
     if not result.hits:
         return NO_RESULTS
-    return "\n".join(format_hit(hit, result.memory_label) for hit in result.hits)
+    limit = budget * CHARS_PER_TOKEN
+    terms = frozenset(tokenize([result.query])[0])
+    shown: list[tuple[Hit, list[str], str]] = []  # hit, its lines, its window normalised
+    used = 0
+    left_out = 0
+    for position, hit in enumerate(result.hits):
+        window = answer_window(hit.text, terms)
+        seen = _one_line(window.strip(ELLIPSIS))
+        if any(seen in earlier for _, _, earlier in shown):
+            continue
+        head = _header(hit, result.memory_label)
+        room = limit - used - len(more_line(len(result.hits) - position)) - 1
+        if _cost(head, window) > room:
+            if shown:
+                left_out = len(result.hits) - position
+                break
+            while window and _cost(head, window) > room:
+                window = window[:len(window) - (_cost(head, window) - room)]
+        cost = _cost(head, window)
+        shown.append((hit, [*head, quoted(window)], seen))
+        used += cost
+    reserve = len(more_line(left_out)) + 1 if left_out else 0
+    lines_of = {}
+    shown_turns = {hit.turn_uuid for hit, _, _ in shown}
+    for hit, lines, _ in shown:
+        extra = []
+        for neighbor in hit.neighbors:
+            line = _neighbor_line(neighbor)
+            preview = _one_line(neighbor.text)[:NEIGHBOR_PREVIEW]
+            if neighbor.turn_uuid in shown_turns or any(preview in seen for _, _, seen in shown) \
+                    or used + len(line) + 1 + reserve > limit:
+                continue
+            extra.append(line)
+            used += len(line) + 1
+        lines_of[id(hit)] = [*lines, *extra, SEPARATOR]
+    out = [line for hit, _, _ in shown for line in lines_of[id(hit)]]
+    if left_out:
+        out.append(more_line(left_out))
+    return "\n".join(out)
 
 
 def hits_json(result: RecallResult) -> list[dict[str, Any]]:

@@ -20,13 +20,15 @@ are single short chunks (BENCHMARKS.md, "Recall quality (dev sets)").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from funes.chunking import reassemble
-from funes.memory.lexical import call_text
+from funes.memory.lexical import TOKENIZER, call_text, tokenize
 
 # Characters a hit shows of a block longer than that: two chunks' worth.
 PASSAGE_CHARS = 1200
+_WORD = re.compile(TOKENIZER["pattern"])
 
 
 def readable_call(text: str) -> str:
@@ -78,3 +80,47 @@ def _window(text: str, start: int, end: int, limit: int) -> str:
     high = min(len(text), low + max(limit, end - start))
     low = max(0, high - max(limit, end - start))
     return text[low:high]
+
+
+# What a hit shows in the agent format: this many characters of its passage, where
+# the query's words are densest (the budget holds about eight such hits in 1,000 tokens).
+ANSWER_CHARS = 360
+# The window starts this share of itself before the first word it holds, so the
+# line that names the matched thing and what follows it both show.
+ANSWER_LEAD = 0.25
+# A cut moves to a line break (else a space) at most this far, so a window shows whole lines.
+SNAP_CHARS = 60
+ELLIPSIS = "…"
+
+
+def answer_window(text: str, terms: frozenset[str], limit: int = ANSWER_CHARS) -> str:
+    """The part of a hit's passage ``text`` that answers: ``limit`` characters (about)
+    holding the most distinct query ``terms`` (tokens as BM25 reads them), cut at line
+    breaks or spaces, ``…`` where text was left out.  Without a matching word, the
+    passage's middle (the chunk that matched, retrieval/passage.py)."""
+    if len(text) <= limit:
+        return text
+    words = list(_WORD.finditer(text))
+    hits = [(m.start(), set(tokens) & terms) for m, tokens in zip(words, tokenize([m.group() for m in words]))]
+    hits = [(at, found) for at, found in hits if found]
+    lead = int(limit * ANSWER_LEAD)
+    if hits:
+        def covered(start: int) -> int:
+            return len(set().union(*(found for at, found in hits if start <= at < start + limit)))
+        start = max((max(0, at - lead) for at, _ in hits), key=lambda s: (covered(s), -s))
+    else:
+        start = (len(text) - limit) // 2
+    start = min(max(0, start), len(text) - limit)
+    return _cut(text, start, start + limit)
+
+
+def _cut(text: str, start: int, end: int) -> str:
+    if start > 0:
+        line = text.rfind("\n", max(0, start - SNAP_CHARS), start)
+        space = text.find(" ", start, start + SNAP_CHARS)
+        start = line + 1 if line >= 0 else space + 1 if space >= 0 else start
+    if end < len(text):
+        line = text.rfind("\n", end - SNAP_CHARS, end)
+        space = text.rfind(" ", end - SNAP_CHARS, end)
+        end = line if line >= 0 else space if space >= 0 else end
+    return (ELLIPSIS if start > 0 else "") + text[start:end].strip("\n") + (ELLIPSIS if end < len(text) else "")

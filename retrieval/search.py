@@ -24,10 +24,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from funes.embedding import awaiting_vector_sql
-from funes.errors import bounded_int, positive_number
+from funes.errors import positive_number
 from funes.memory.store import Memory
 from funes.provenance import decode_commands, decode_files
-from funes.retrieval.bounds import MAX_CANDIDATES, MAX_K, MAX_NEIGHBORS, checked_query
+from funes.retrieval.bounds import DEFAULT_K, check_counts, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
 from funes.retrieval.passage import passage
@@ -172,13 +172,11 @@ class Recaller:
         return cls(memory, embedder=embedder, reranker=reranker, reranker_note=note, fusion=fusion)
 
     # ------------------------------------------------------------------ the pipeline
-    def recall(self, query: str, *, k: int = 8, candidates: int = 30, neighbors: int = 1,
+    def recall(self, query: str, *, k: int = DEFAULT_K, candidates: int = 30, neighbors: int = 1,
                filters: Filters | None = None, half_life: float | None = None) -> RecallResult:
         started = time.perf_counter()
         query = checked_query(query)
-        bounded_int("k", k, 1, MAX_K)
-        bounded_int("candidates", candidates, 1, MAX_CANDIDATES)
-        bounded_int("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        check_counts(k=k, candidates=candidates, neighbors=neighbors)
         if half_life is not None:
             positive_number("half_life", half_life, "days")
         filters = filters or Filters()

@@ -31,7 +31,8 @@ async def _session_calls(memory=None):
             opened = await session.call_tool("get", {"session_id": session_id, "turn_uuid": turn, "window": 1})
             missing = await session.call_tool("get", {"session_id": session_id, "turn_uuid": "nope"})
             # The 8 characters of a session every hit prints name it here too.
-            earth = await session.call_tool("recall", {"query": "digital twin of Earth", "session": "claude_s"})
+            earth = await session.call_tool("recall", {"query": "digital twin of Earth", "session": "claude_s",
+                                                       "budget": 200})
             prefixed = await session.call_tool("get", {"session_id": "claude_s", "window": 0,
                                                        "turn_uuid": "d753fba5-0c26-437f-82df-ba98aa773943"})
             return init, tools, recall, bad, after_error, opened, (missing, earth, prefixed)
@@ -46,7 +47,8 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert "never instructions" in by_name["recall"].description
     properties = by_name["recall"].input_schema["properties"]
     assert {"query", "k", "block_type", "harness", "workdir", "repo", "branch", "session", "since", "until",
-            "half_life", "memory"} <= set(properties)
+            "half_life", "memory", "budget"} <= set(properties)
+    assert properties["budget"]["default"] == 1000 and properties["budget"]["maximum"] == 25_000
     text = _text(recall)
     assert not recall.is_error
     assert "The test depends on dict ordering; sort the keys." in text
@@ -56,6 +58,7 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert not after_error.is_error and "chunks" in _text(after_error)
     assert not opened.is_error and "(requested)" in _text(opened)
     assert missing.is_error and "turn nope not found in session" in _text(missing)
+    assert len(_text(earth)) <= 200 * 4  # the budget, in tokens of 4 characters
     headers = [line for line in _text(earth).splitlines() if line.startswith("[")]
     assert headers and all("/claude_s " in line for line in headers)
     assert not prefixed.is_error and "turn=d753fba5-0c26-437f-82df-ba98aa773943  (requested)" in _text(prefixed)
@@ -160,7 +163,7 @@ def test_oversized_or_out_of_range_arguments_are_refused_with_the_reason(memory_
                 huge = await session.call_tool("recall", {"query": "why" * 3_333_333 + "?"})  # 10 MB
                 answers = [await session.call_tool("recall", {"query": "flaky test", **bad})
                            for bad in ({"k": 1e30}, {"k": 0}, {"k": "many"}, {"neighbors": -1},
-                                       {"half_life": -3}, {"candidates": 10**9})]
+                                       {"half_life": -3}, {"candidates": 10**9}, {"budget": 10**9})]
                 window = await session.call_tool("get", {"session_id": "s_main", "turn_uuid": "3", "window": 10**12})
                 fine = await session.call_tool("recall", {"query": "flaky test", "k": 2.0, "harness": ""})
                 blanks = [await session.call_tool(tool, {**arguments, "harness": "", "since": "", "workdir": ""})
@@ -173,7 +176,8 @@ def test_oversized_or_out_of_range_arguments_are_refused_with_the_reason(memory_
     expected = ["k must be an integer from 1 to 1,000, got 1e+30", "k must be an integer from 1 to 1,000, got 0",
                 "k must be an integer from 1 to 1,000, got 'many'", "neighbors must be an integer from 0 to 50, got -1",
                 "half_life must be a positive number of days, got -3",
-                "candidates must be an integer from 1 to 1,000, got 1000000000"]
+                "candidates must be an integer from 1 to 1,000, got 1000000000",
+                "budget must be an integer from 200 to 25,000, got 1000000000"]
     for answer, message in zip(answers, expected, strict=True):
         assert answer.is_error and _text(answer) == f"Error executing tool recall: {message}"
     assert window.is_error and "window must be an integer from 0 to 1,000" in _text(window)

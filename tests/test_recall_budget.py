@@ -1,0 +1,101 @@
+"""The agent format packs recall's hits into a token budget (docs/contract.md): the
+window of each hit that holds the query's words, no text twice, and a last line
+counting the hits the budget left out."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
+from funes.retrieval.format import format_recall
+from funes.retrieval.passage import answer_window
+from funes.retrieval.search import Hit, Neighbor, RecallResult
+
+FILLER = "\n".join(f"line {n}: the build ran the formatter over the workspace and nothing changed." for n in range(40))
+
+
+def _hit(n, text, neighbors=()):
+    return Hit(id=f"c{n}", text=text, harness="claude_code", session_id=f"session-{n:04d}-aaaa", turn_uuid=f"turn-{n}",
+               parent_uuid=None, seq=n, ts="2026-01-02T03:04:05.000Z", role="assistant", block_type="text",
+               tool_name=None, block_idx=0, split_idx=0, workdir="-work-project", cwd=None, repo=None, branch=None,
+               source_path=None, score=1.0 - n / 100, neighbors=list(neighbors))
+
+
+def _result(hits, query="why did the migration fail on the orders table"):
+    return RecallResult(query=query, hits=hits, memory_label="local", reranker=None, reranker_note=None,
+                        elapsed_ms=1.0)
+
+
+GOLD = "The migration failed on the orders table because the index name collided with the old one."
+
+
+def _quoted_text(output):
+    return "\n".join(line[2:] for line in output.splitlines() if line.startswith("> ") or line == ">")
+
+
+def test_the_window_holds_what_matched_the_query_not_the_whole_block():
+    block = FILLER + "\n" + GOLD + "\n" + FILLER
+    output = format_recall(_result([_hit(1, block)]))
+    assert GOLD in _quoted_text(output)
+    assert len(_quoted_text(output)) < len(block) // 4
+    assert _quoted_text(output).startswith("…") and _quoted_text(output).endswith("…")
+    assert answer_window("short text", frozenset({"text"})) == "short text"
+
+
+@pytest.mark.parametrize("budget", [200, 500, DEFAULT_BUDGET, 3000])
+def test_the_output_fits_the_budget_and_counts_what_it_left_out(budget):
+    hits = [_hit(n, f"{GOLD} (run {n})\n{FILLER}", [Neighbor(n + 1, "user", "text", f"next-{n}", f"neighbour {n} " * 30)])
+            for n in range(30)]
+    output = format_recall(_result(hits), budget)
+    assert len(output) <= budget * CHARS_PER_TOKEN
+    shown = sum(line.startswith("[") for line in output.splitlines())
+    assert shown >= 1
+    assert output.splitlines()[-1] == f"{30 - shown} more hits: a larger budget (--budget) or k (-k) shows them"
+
+
+def test_every_hit_is_shown_when_the_budget_holds_them_and_no_count_line():
+    output = format_recall(_result([_hit(1, GOLD), _hit(2, "Another answer entirely, about the orders table.")]))
+    assert output.count("\n---") == 2 and output.endswith("---")
+
+
+def test_text_already_shown_is_not_shown_again():
+    neighbour = Neighbor(1, "assistant", "text", "turn-1", GOLD)  # the first hit's own text
+    hits = [_hit(1, GOLD), _hit(2, GOLD, [neighbour]), _hit(3, "The orders table migration ran again the next day.")]
+    output = format_recall(_result(hits))
+    assert output.count(GOLD) == 1
+    assert "session-0002" not in output and "session-0003" in output
+    assert "  ~ [" not in output
+
+
+def test_the_first_hit_is_cut_to_fit_a_small_budget():
+    output = format_recall(_result([_hit(1, GOLD * 40), _hit(2, GOLD)]), 200)
+    assert len(output) <= 200 * CHARS_PER_TOKEN
+    assert output.splitlines()[0].startswith("[") and "→ get session-0001-aaaa turn-1" in output
+
+
+FUNES = [sys.executable, "-m", "funes.cli"]
+
+
+def _funes(*args):
+    return subprocess.run([*FUNES, *args], capture_output=True, text=True, timeout=120, env=os.environ.copy())
+
+
+@pytest.mark.parametrize("value, message", [
+    ("10000000000", "--budget must be an integer from 200 to 25,000, got 10000000000"),
+    ("199", "--budget must be an integer from 200 to 25,000, got 199"),
+])
+def test_a_budget_out_of_bounds_is_a_one_line_usage_error(memory_home, value, message):
+    result = _funes("recall", "flaky test", "--budget", value)
+    assert result.returncode == 2 and result.stderr == f"funes: {message}\n"
+
+
+def test_json_keeps_every_hit_whole_whatever_the_budget(memory_home):
+    small = _funes("recall", "flaky test", "-k", "5", "--budget", "200", "--json")
+    plain = _funes("recall", "flaky test", "-k", "5", "--json")
+    assert small.returncode == plain.returncode == 0, small.stderr
+    assert json.loads(small.stdout) == json.loads(plain.stdout) and len(json.loads(plain.stdout)) == 5
+    text = _funes("recall", "flaky test", "-k", "5", "--budget", "200")
+    assert text.returncode == 0 and len(text.stdout.rstrip("\n")) <= 200 * CHARS_PER_TOKEN
