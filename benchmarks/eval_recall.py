@@ -1,13 +1,15 @@
 """Recall quality on both dev sets through the product's own CLI, end to end, an
 in-process ablation with leave-one-out estimates, and warm latency.
 
-The dev sets (``--sets``, both by default):
+The dev sets (``--sets``, all by default):
 
 * ``locomo``: the kit's LoCoMo dev split (5 conversations laid out as Claude
   Code, Codex and pi transcripts, 1,018 questions), built by ``build_corpus.py``;
 * ``coding``: ``coding-dev/`` (100 questions over 6 real Claude Code and Codex
   sessions, gold in text, thinking, tool calls and tool results), built by
-  ``coding-dev/build_home.py``.
+  ``coding-dev/build_home.py``;
+* ``coding2``: ``coding-dev2/`` (58 questions over 7 other Claude Code sessions of
+  two other projects), built by ``coding-dev2/build_home.py``.
 
 For each, this
 
@@ -23,13 +25,16 @@ For each, this
    added in turn, and alternatives to the shipped one), and cross-validates the
    ranking weights: leave one coding session / LoCoMo conversation out, choose
    on the rest, score the held-out one;
-5. times warm in-process recall on the built memory (p50/p95), and optionally
+5. measures evidence per token: in process with `funes recall`'s defaults, the
+   share of questions whose gold text is within the first 1,000 and 2,000 tokens
+   (characters / 4) of the agent-format output, and its mean size;
+6. times warm in-process recall on the built memory (p50/p95), and optionally
    (``--scale N``) on a memory of N chunks made by replicating the LoCoMo corpus;
-6. prints the tables and, with ``--write``, replaces the section
+7. prints the tables and, with ``--write``, replaces the section
    ``## Recall quality (dev sets)`` of BENCHMARKS.md and records the settings
    measured as the default in ``benchmarks/recall_choice.json``, which
    ``tests/test_recall_choice.py`` holds the code to;
-7. with ``--tiers``, reruns every question in process with the shipped ranking
+8. with ``--tiers``, reruns every question in process with the shipped ranking
    as if the memory held vectors only for some tiers (the rest found by BM25
    only), and with ``--precisions int8`` with documents (and queries) embedded
    at another precision, each with its per-fold figures and leave-one-out
@@ -70,7 +75,11 @@ from report import REPO, machine, write_section  # noqa: E402
 SECTION = "Recall quality (dev sets)"
 CHOICE = REPO / "benchmarks" / "recall_choice.json"
 METRICS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10")
-DEV_SETS = {"coding": "coding dev (100 questions, 6 real sessions)", "locomo": "LoCoMo dev (1,018 questions)"}
+DEV_SETS = {"coding": "coding dev (100 questions, 6 real sessions)",
+            "coding2": "coding dev2 (58 questions, 7 other real sessions)",
+            "locomo": "LoCoMo dev (1,018 questions)"}
+# set → the kit's folder of a coding set
+CODING_KITS = {"coding": "coding-dev", "coding2": "coding-dev2"}
 # name → fusion
 VARIANTS = {"convex": "convex", "rrf": "rrf", "lexical": "lexical", "dense": "dense"}
 BASELINES = ("bm25", "dense", "hybrid")
@@ -242,8 +251,8 @@ def build_corpus(kit: Path, corpus: Path, dev_set: str, dataset: Path | None, fo
     """The kit's own builder: build_corpus.py (LoCoMo dev split) or coding-dev/build_home.py."""
     if (corpus / "qrels.jsonl").is_file() and not force:
         return
-    if dev_set == "coding":
-        cmd = [sys.executable, str(kit / "coding-dev" / "build_home.py"), "--out", str(corpus), "--force"]
+    if dev_set in CODING_KITS:
+        cmd = [sys.executable, str(kit / CODING_KITS[dev_set] / "build_home.py"), "--out", str(corpus), "--force"]
     else:
         cmd = [sys.executable, str(kit / "build_corpus.py"), "--out", str(corpus), "--split", "dev", "--force"]
         if dataset:
@@ -283,10 +292,10 @@ def run_baselines(kit: Path, corpus: Path, results: Path, dataset: Path | None, 
     turns; for the coding set, coding-dev/bm25_baseline.py (stdlib BM25 over every
     whole block)."""
     folder = results / "baselines"
-    if dev_set == "coding":
+    if dev_set in CODING_KITS:
         out = folder / "bm25-blocks.jsonl"
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(kit / "coding-dev" / "bm25_baseline.py"), "--corpus", str(corpus),
+        subprocess.run([sys.executable, str(kit / CODING_KITS[dev_set] / "bm25_baseline.py"), "--corpus", str(corpus),
                         "--out", str(out)], check=True, capture_output=True)
         return {"kit bm25 (whole blocks)": {"results": out, "match": "text", "timing": {}}}
     cmd = [sys.executable, str(kit / "baselines.py"), "--corpus", str(corpus), "--out-dir", str(folder),
@@ -305,6 +314,67 @@ def score_runs(kit: Path, corpus: Path, runs: dict[str, dict]) -> None:
     for run in runs.values():
         results = sc.load_results(run["results"])
         run["all"] = sc.score(qrels, results, run["match"])
+
+
+# Evidence per token: the gold within the first N tokens (characters / 4) of the
+# default agent-format output, what an agent calling `recall` reads first.
+EVIDENCE_TOKENS = (1_000, 2_000)
+
+
+def shown_hits(output: str) -> list[tuple[str, str]]:
+    """``(session_id, text)`` of each hit's window and each neighbour line in an
+    agent-format output (docs/contract.md), in the order printed."""
+    shown: list[tuple[str, str]] = []
+    session = ""
+    for line in output.splitlines():
+        if line.startswith("  → get "):
+            session = line.split()[2]
+            shown.append((session, ""))
+        elif line == ">" or line.startswith("> "):
+            if shown:
+                shown[-1] = (session, shown[-1][1] + line[2:] + "\n")
+        elif line.startswith("  ~ [") and "] " in line:
+            shown.append((session, line.split("] ", 1)[1]))
+    return [(sid, text.strip("\n").strip("…")) for sid, text in shown]
+
+
+def evidence(kit: Path, corpus: Path, render=None) -> dict:
+    """Evidence per token over a set's questions, in process on the built memory with
+    `funes recall`'s defaults: the share whose gold text (the kit's text match) is
+    within the first :data:`EVIDENCE_TOKENS` tokens of the output, anywhere in it,
+    and the mean output in tokens.  ``render``: result → text (default
+    retrieval/format.py's agent format)."""
+    os.environ.setdefault("FUNES_CACHE_DIR", str(corpus / "home" / ".funes" / "cache"))
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    sys.path.insert(0, str(kit))
+    import score as sc
+
+    from funes.memory.location import location_for
+    from funes.memory.store import Memory
+    from funes.retrieval.bounds import CHARS_PER_TOKEN
+    from funes.retrieval.format import format_recall
+    from funes.retrieval.search import Recaller
+
+    render = render or format_recall
+    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False)
+    qrels = sc.read_jsonl(corpus / "qrels.jsonl")
+    within = {n: 0 for n in EVIDENCE_TOKENS}
+    anywhere, sizes = 0, []
+    for q in qrels:
+        output = render(recaller.recall(q["question"]))
+        sizes.append(len(output) / CHARS_PER_TOKEN)
+        gold = [(g["session_id"], sc.normalise_text(g["text"])) for g in q["gold"]]
+
+        def found(text: str) -> bool:
+            return any(sid == gsid and sc.texts_overlap(sc.normalise_text(shown), gtext)
+                       for sid, shown in shown_hits(text) for gsid, gtext in gold)
+
+        anywhere += found(output)
+        for n in EVIDENCE_TOKENS:
+            within[n] += found(output[:n * CHARS_PER_TOKEN])
+    total = max(1, len(qrels))
+    return {"n": len(qrels), **{f"gold@{n}": within[n] / total for n in EVIDENCE_TOKENS},
+            "gold anywhere": anywhere / total, "mean tokens": statistics.fmean(sizes) if sizes else 0.0}
 
 
 def latency(memory: Path, cache: Path, queries: list[str], fusion: str = "convex") -> dict:
@@ -414,7 +484,7 @@ def ablation(kit: Path, corpora: dict[str, Path]) -> dict:
                 round1 = per_q
             if label.endswith("(shipped)"):
                 shipped = per_q
-        group_of = (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
+        group_of = (lambda q: q["gold"][0]["session_id"]) if name in CODING_KITS else (lambda q: q["conv"])
         out["cv"][name] = ra.cross_validate(sc, dev, group_of)
         folds = {}
         for group in sorted({group_of(q) for q in dev.qrels}):
@@ -462,13 +532,13 @@ default, tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
 0.561 on LoCoMo in process, against 0.797 / 0.438 and 0.782 / 0.561 with every
 tier.  The leave-one-out estimates (`--tiers-cv`) choose the ranking grid again without
 each fold (243 settings a row on coding; 17 minutes for the whole command at
-stop 35); the per-fold rows are at the shipped weights.
+the shipped graph); the per-fold rows are at the shipped weights.
 
-*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a layer
-since stop 35, dynamic per-channel int8, derived locally from the fp32 export, one text
+*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a layer,
+dynamic per-channel int8, derived locally from the fp32 export, one text
 a run: `CPU_BATCH_SIZE`), against every row's fp32 vector (the tool calls a memory
 leaves to BM25 are embedded at fp32 here for the reference).  *What a memory created
-now stores* (`funes.embedding.INT8_TIERS`, since stop 31: text, thinking and tool
+now stores* (`funes.embedding.INT8_TIERS`: text, thinking and tool
 results at int8, queries fp32): coding 0.787 / 0.439 in sample against 0.797 / 0.443
 for the same tiers in fp32, leave-one-out 0.777 / 0.415 against 0.787 / 0.431; R@10
 moves on one session only (258c7280, 0.788 → 0.758: one of its 33 questions).  LoCoMo
@@ -476,26 +546,26 @@ moves on one session only (258c7280, 0.788 → 0.758: one of its 33 questions). 
 against 0.785 / 0.555 left out; by conversation R@10 −0.006 to 0.  A question is a
 fifth of a standard error on coding (0.045), and text embeds a third faster at int8
 (BENCHMARKS "Embedding", the bulk backlog: 84 against 63 chunks/s on tier 1 of the
-300k day-zero memory, stop 31), which is what bounds how soon a first index's text is
-searchable by meaning: shipped.  Stops 31–34 derived the int8 model from an export
+300k day-zero memory), which is what bounds how soon a first index's text is
+searchable by meaning: shipped.  An earlier build derived the int8 model from an export
 whose attention the optimizer could not fuse (transformers' sdpa: BENCHMARKS
-"Embedding", stop 35), 5–11 % more CPU a text for the same cosine to fp32; that graph
+"Embedding"), 5–11 % more CPU a text for the same cosine to fp32; that graph
 scored coding 0.787 / 0.435 in sample and 0.777 / 0.436 left out, LoCoMo 0.780 / 0.561
 and 0.785 / 0.556: the same R@10 on every session and conversation but conv-41 (0.792
 now against 0.798), left-out coding MRR 0.021 lower now, in sample 0.004 higher.
-Stops 24–30 stored text at fp32 and tool results at int8 (coding 0.787 / 0.441 in
+An earlier default stored text at fp32 and tool results at int8 (coding 0.787 / 0.441 in
 sample, 0.767 / 0.425 left out, on 2026-12-02); a memory keeps the stamp it was created
 with, and its int8 vectors from the unfused graph stay beside new ones from the fused
 graph (cosine 0.993–0.995 between the two on the 300k memory's text and tool output,
 each 0.990 to fp32).  *Every document at int8* (tool calls too) with fp32 queries:
 coding 0.787 / 0.436, LoCoMo 0.781 / 0.563; with int8 queries too, 0.797 / 0.435 and
-0.781 / 0.563.  One text a run quantises each text by its own scale: with the batches
-of 8 of stop 21 every-document int8 scored LoCoMo R@10 0.777 (fp32 queries 0.779).
+0.781 / 0.563.  One text a run quantises each text by its own scale: with batches
+of 8 every-document int8 scored LoCoMo R@10 0.777 (fp32 queries 0.779).
 """
 
 
 def _group_of(name: str):
-    return (lambda q: q["gold"][0]["session_id"]) if name == "coding" else (lambda q: q["conv"])
+    return (lambda q: q["gold"][0]["session_id"]) if name in CODING_KITS else (lambda q: q["conv"])
 
 
 def _dev_sets(kit: Path, corpora: dict[str, Path], what: str):
@@ -577,9 +647,9 @@ history spends minutes to an hour there).  In process, as `--tiers` does
 vector, as the backlog fills them; the other rows of those tiers are *pending*,
 left out of the vector search.  Two ways to score a pending candidate that BM25
 returned: at the dense list's floor (its lowest returned cosine, what every
-candidate the vector search did not return got before stop 34) or at the dense
-list's cosine at the candidate's BM25 rank (`funes.retrieval.fusion`, since stop
-34).  A memory with every vector in scores the same either way (no row is
+candidate the vector search did not return got before) or at the dense
+list's cosine at the candidate's BM25 rank (`funes.retrieval.fusion`, as
+shipped).  A memory with every vector in scores the same either way (no row is
 pending), and rows a memory never embeds (tool calls) keep the floor in both.
 Leave-one-out: the ranking grid chosen again without each fold (`--tiers-cv`'s).
 
@@ -591,9 +661,9 @@ text done and tool output pending or half done, 0.800 and 0.812 against 0.775 an
 0.787 in sample, the same left out (within 0.003).  MRR@10 rose in sample in every
 state; left out it fell at a tenth (0.381 against 0.408) and rose at half (0.411
 against 0.378).  LoCoMo (text only, 1,018 questions) moved by under 0.01 either
-way.  Shipped in stop 34 (measured on bc7ff37 with the change applied).
+way.  Shipped as measured on bc7ff37 with the change applied).
 
-Measured at stop 34 with a scratch script over the same ablation and not shipped:
+Measured with a scratch script over the same ablation and not shipped:
 *every* candidate without a vector scored by its BM25 rank, tool calls too, costs
 a complete memory (tiers 1 + 3) R@10 / MRR@10 0.777 / 0.427 in sample and 0.752 /
 0.414 left out against 0.797 / 0.443 and 0.787 / 0.431, so only rows the backlog
@@ -780,7 +850,7 @@ def ablation_tables(result: dict, sets: list[str]) -> list[str]:
                              + " |")
             lines += [""]
         folds = result["folds"][s]
-        lines += [f"Per {'session' if s == 'coding' else 'conversation'}, R@10 / MRR@10 ({DEV_SETS[s]}, in process):",
+        lines += [f"Per {'session' if s in CODING_KITS else 'conversation'}, R@10 / MRR@10 ({DEV_SETS[s]}, in process):",
                   "", "| run | " + " | ".join(f"{g[:8]} ({folds[g]['shipped']['n']})" for g in folds) + " |",
                   "|" + " --- |" * (len(folds) + 1)]
         for which in ("before", "round 1", "shipped"):
@@ -814,10 +884,24 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
             **({"dense_tiers": kept["dense_tiers"]} if "dense_tiers" in kept else {})}
 
 
-def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None) -> str:
+def evidence_table(evidences: dict[str, dict]) -> list[str]:
+    if not evidences:
+        return []
+    lines = ["Evidence per token: questions whose gold text is within the first 1,000 / 2,000 tokens"
+             " (characters / 4) of `funes recall \"<question>\"`'s output (what the MCP tool returns), anywhere"
+             " in it, and its mean size:", "",
+             "| set | gold within 1k | gold within 2k | gold anywhere | mean tokens |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {DEV_SETS[name]} | {e['gold@1000']:.3f} | {e['gold@2000']:.3f} | {e['gold anywhere']:.3f} | "
+              f"{e['mean tokens']:,.0f} |" for name, e in evidences.items()]
+    return lines + [""]
+
+
+def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None,
+           evidences: dict[str, dict] | None = None) -> str:
     out: list[str] = []
     for name, runs in cli.items():
         out += cli_tables(name, runs)
+    out += evidence_table(evidences or {})
     if result:
         out += ablation_tables(result, list(result["cv"]))
     if latencies:
@@ -833,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-dir", help="the evaluation kit (default $FUNES_EVAL_DIR, else ../shared/eval)")
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / ".work", help="corpora and results")
-    ap.add_argument("--sets", default="coding,locomo", help="coding, locomo or both")
+    ap.add_argument("--sets", default=",".join(DEV_SETS), help=f"of {', '.join(DEV_SETS)}")
     ap.add_argument("--dataset", type=Path, help="LoCoMo file for build_corpus.py (default: the kit's dev file)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)} (none: '')")
     ap.add_argument("--baselines", nargs="?", const="coding,locomo", default="",
@@ -862,9 +946,10 @@ def main(argv: list[str] | None = None) -> int:
     cli: dict[str, dict[str, dict]] = {}
     corpora: dict[str, Path] = {}
     latencies: list[tuple[str, dict]] = []
+    evidences: dict[str, dict] = {}
     for name in sets:
-        corpus = args.work / ("corpus-dev" if name == "locomo" else "corpus-coding-dev")
-        results = args.work / ("results-dev" if name == "locomo" else "results-coding-dev")
+        corpus = args.work / ("corpus-dev" if name == "locomo" else f"corpus-{CODING_KITS[name]}")
+        results = args.work / ("results-dev" if name == "locomo" else f"results-{CODING_KITS[name]}")
         if args.rebuild and corpus.exists():
             import shutil
 
@@ -883,6 +968,7 @@ def main(argv: list[str] | None = None) -> int:
         if runs:
             score_runs(kit, corpus, runs)
             cli[name] = runs
+            evidences[name] = evidence(kit, corpus)
             (results / "summary.json").write_text(json.dumps(
                 {run: {k: v for k, v in r.items() if k != "results"} for run, r in runs.items()}, indent=1, default=str))
         if not args.no_latency:
@@ -913,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
             write_section(BACKLOG_SECTION, f"Measured with `{command}` on {machine()}; 1-minute load average at"
                           f" the end {os.getloadavg()[0]:.1f}.\n\n{BACKLOG_NOTES}\n{backlog}")
     result = ablation(kit, corpora) if args.ablation else None
-    body = report(cli, latencies, result)
+    body = report(cli, latencies, result, evidences)
     print(body)
     if args.write and (cli or latencies or result):
         command = " ".join(["benchmarks/eval_recall.py", *(argv if argv is not None else sys.argv[1:])])
