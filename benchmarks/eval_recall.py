@@ -328,7 +328,7 @@ def shown_hits(output: str) -> list[tuple[str, str]]:
     session = ""
     for line in output.splitlines():
         if line.startswith("  → get "):
-            session = line.split()[2]
+            session = (line.split() + [""] * 3)[2]  # "" where the output was cut inside the line
             shown.append((session, ""))
         elif line == ">" or line.startswith("> "):
             if shown:

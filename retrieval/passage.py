@@ -83,31 +83,30 @@ def _window(text: str, start: int, end: int, limit: int) -> str:
 
 
 # What a hit shows in the agent format: this many characters of its passage, where
-# the query's words are densest (the budget holds about eight such hits in 1,000 tokens).
-ANSWER_CHARS = 360
-# The window starts this share of itself before the first word it holds, so the
-# line that names the matched thing and what follows it both show.
-ANSWER_LEAD = 0.25
+# the query's words are densest (the budget holds about six such hits in 1,000
+# tokens); chosen on both coding dev sets together (BENCHMARKS.md, "Recall output budget").
+ANSWER_CHARS = 480
 # A cut moves to a line break (else a space) at most this far, so a window shows whole lines.
 SNAP_CHARS = 60
 ELLIPSIS = "…"
 
 
 def answer_window(text: str, terms: frozenset[str], limit: int = ANSWER_CHARS) -> str:
-    """The part of a hit's passage ``text`` that answers: ``limit`` characters (about)
-    holding the most distinct query ``terms`` (tokens as BM25 reads them), cut at line
-    breaks or spaces, ``…`` where text was left out.  Without a matching word, the
+    """The part of a hit's passage ``text`` that answers: ``limit`` characters (about),
+    starting at a word of the query, that hold the most distinct query ``terms`` (tokens
+    as BM25 reads them), then the most of their occurrences, the earliest of equals; cut
+    at line breaks or spaces, ``…`` where text was left out.  Without a matching word, the
     passage's middle (the chunk that matched, retrieval/passage.py)."""
     if len(text) <= limit:
         return text
     words = list(_WORD.finditer(text))
     hits = [(m.start(), set(tokens) & terms) for m, tokens in zip(words, tokenize([m.group() for m in words]))]
     hits = [(at, found) for at, found in hits if found]
-    lead = int(limit * ANSWER_LEAD)
     if hits:
-        def covered(start: int) -> int:
-            return len(set().union(*(found for at, found in hits if start <= at < start + limit)))
-        start = max((max(0, at - lead) for at, _ in hits), key=lambda s: (covered(s), -s))
+        def covered(start: int) -> tuple[int, int]:
+            inside = [found for at, found in hits if start <= at < start + limit]
+            return len(set().union(*inside)), len(inside)
+        start = max((at for at, _ in hits), key=lambda s: (*covered(s), -s))
     else:
         start = (len(text) - limit) // 2
     start = min(max(0, start), len(text) - limit)
@@ -117,7 +116,7 @@ def answer_window(text: str, terms: frozenset[str], limit: int = ANSWER_CHARS) -
 def _cut(text: str, start: int, end: int) -> str:
     if start > 0:
         line = text.rfind("\n", max(0, start - SNAP_CHARS), start)
-        space = text.find(" ", start, start + SNAP_CHARS)
+        space = -1 if not text[start - 1].isalnum() else text.find(" ", start, start + SNAP_CHARS)
         start = line + 1 if line >= 0 else space + 1 if space >= 0 else start
     if end < len(text):
         line = text.rfind("\n", end - SNAP_CHARS, end)
