@@ -9,8 +9,7 @@ from funes.memory.coverage import Coverage
 from funes.memory.location import MemoryLocation
 from funes.memory.stats import MemoryStats
 from funes.retrieval.access import open_memory
-
-TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
+from funes.traces.model import TIER_NAMES
 
 
 def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str, Any]:
@@ -21,7 +20,7 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
     identity = memory.identity
     lexical = memory.lexical()
     damage = memory.check()
-    from funes.hub.receipts import push_backlog
+    from funes.hub.backlog import push_backlog
     from funes.retrieval.rerank import reranker_status
 
     return {

@@ -15,6 +15,8 @@ ROLES = ("user", "assistant", "tool")
 
 # Tiers order indexing work: what people said first, tool calls next, tool output last.
 TIER_OF_BLOCK = {"text": 1, "thinking": 1, "tool_use": 2, "tool_result": 3}
+# Each tier by the name reports give it (thinking shares the text tier).
+TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}
 
 
 # What a tool call did to a file, as far as its arguments tell.
@@ -92,6 +94,12 @@ class Session:
 def session_key(harness: str, session_id: str) -> str:
     """The partition key of a session: ``<harness>--<session_id>``."""
     return f"{harness}--{session_id}"
+
+
+def split_session_key(key: str) -> tuple[str, str]:
+    """``(harness, session_id)`` of a partition key, :func:`session_key` read back."""
+    harness, _, session_id = key.partition("--")
+    return harness, session_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,16 +25,14 @@ import shlex
 import shutil
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from funes.errors import FunesError
 from funes.memory.location import looks_like_repo_id
 from funes.wiring.changes import FileChange, owned_file, read_text
-
-if TYPE_CHECKING:
-    from funes.agents.base import Agent
 
 SERVER_NAME = "funes"
 HOOK_MODULE = "funes.hook"
@@ -132,6 +130,16 @@ def skill_change(skills_dir: Path, install: bool) -> FileChange:
                       owned_from=skills_dir)
 
 
+class WiredAgent(Protocol):
+    """What a wiring reads of its agent (a :class:`funes.agents.base.Agent`): named by
+    shape, not by import, so the config-file editors sit below the agents that use them."""
+
+    name: str
+    label: str
+
+    def home(self, env: Mapping[str, str] | None = None) -> Path | None: ...
+
+
 class Wiring(ABC):
     """funes in one agent's own config files: planned, never written here.
 
@@ -142,7 +150,7 @@ class Wiring(ABC):
     ``plan_remove`` after it gives back the files' original bytes.
     """
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: WiredAgent) -> None:
         self.agent = agent
 
     @abstractmethod
