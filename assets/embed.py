@@ -7,9 +7,9 @@ from typing import Optional
 import dagster as dg
 import numpy as np
 
+from funes.assets.metadata import by_tier
+from funes.assets.resources import EmbedderResource, MemoryResource
 from funes.indexing import SessionChunks, embed_backlog, embed_stage, tiers_embedded
-from funes.pipelines.records import by_tier
-from funes.pipelines.resources import EmbedderResource, MemoryResource
 
 from funes.assets.ingest import SESSION_CHAIN
 

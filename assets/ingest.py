@@ -2,7 +2,7 @@
 
 Thin wrappers over the stage functions of :mod:`funes.indexing` (the ones
 ``funes index`` and the hooks run): each partition's metadata is that session's
-own report (:func:`funes.pipelines.records.stage_metadata`)."""
+own report (:func:`funes.assets.metadata.stage_metadata`)."""
 
 # No `from __future__ import annotations`: Dagster reads these annotations at
 # definition time to inject context, config and resources.
@@ -11,12 +11,12 @@ from typing import Optional
 
 import dagster as dg
 
+from funes.assets.metadata import stage_metadata
+from funes.assets.partitions import session_partitions
+from funes.assets.resources import MemoryResource, TracesResource
 from funes.errors import TraceReadError
 from funes.indexing import ParsedSession, SessionChunks, chunk_stage, parse_stage, unreadable
 from funes.memory.coverage import Coverage
-from funes.pipelines.partitions import session_partitions
-from funes.pipelines.records import stage_metadata
-from funes.pipelines.resources import MemoryResource, TracesResource
 
 # One run covers a whole backfill's partitions (per-run start-up dominates small runs).
 # backfill_policy is marked beta; tests/test_pipelines.py pins the behaviour we use.
@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", categor
 warnings.filterwarnings("ignore", message="Function `observable_source_asset`", category=dg.BetaWarning)
 SINGLE_RUN = dg.BackfillPolicy.single_run()
 # What every asset of the per-session index chain shares; its values go through the
-# chain store (funes.pipelines.chain_store), so any executor can run its steps.
+# chain store (funes.assets.chain_store), so any executor can run its steps.
 SESSION_CHAIN = {"partitions_def": session_partitions, "backfill_policy": SINGLE_RUN, "group_name": "index",
                  "io_manager_key": "chain_store"}
 

@@ -4,7 +4,7 @@
 # definition time to inject context, config and resources.
 import dagster as dg
 
-from funes.pipelines.resources import MemoryResource
+from funes.assets.resources import MemoryResource
 
 
 @dg.asset(group_name="maintenance", deps=["memory_chunks"], pool="lance_writer", kinds={"lance"},

@@ -7,9 +7,9 @@ from typing import Optional
 
 import dagster as dg
 
+from funes.assets.resources import MemoryResource
 from funes.errors import FunesError
 from funes.hub.push import NothingPublishable, PushRefused, push
-from funes.pipelines.resources import MemoryResource
 
 REMOTE_ENV = "FUNES_HUB_REMOTE"
 

@@ -7,10 +7,10 @@ from typing import Optional
 import dagster as dg
 import numpy as np
 
+from funes.assets.chain_store import CHAIN_VALUES, ChainStore
+from funes.assets.metadata import stage_metadata
+from funes.assets.resources import MemoryResource
 from funes.indexing import SessionChunks, settle_store, store_stage
-from funes.pipelines.chain_store import CHAIN_VALUES, ChainStore
-from funes.pipelines.records import stage_metadata
-from funes.pipelines.resources import MemoryResource
 
 from funes.assets.ingest import SESSION_CHAIN
 

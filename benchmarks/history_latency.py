@@ -48,11 +48,11 @@ def build_memory(target: int) -> Path:
 
 
 def build() -> None:
+    from funes.discovery import discover
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         index_units(writer, discover())

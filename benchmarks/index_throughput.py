@@ -60,11 +60,11 @@ def end_to_end(name: str, home: Path) -> dict:
 
 def phases(home: Path) -> dict:
     """In-process: lexical pass, model load and embedding timed separately."""
+    from funes.discovery import discover
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         started = time.perf_counter()
@@ -98,11 +98,11 @@ def big_history(target_chunks: int) -> dict:
 
 
 def big_run(home: Path) -> dict:
+    from funes.discovery import discover
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import index_units
     from funes.memory.location import local_memory
     from funes.memory.store import Memory, MemoryWriter
-    from funes.traces import discover
 
     started = time.perf_counter()
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
@@ -153,10 +153,10 @@ def lexical_pass(target_chunks: int, embed_s: float) -> dict:
 def lexical_run(home: Path, embed_s: float) -> dict:
     import resource
 
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.indexing import index_memory
     from funes.memory.location import local_memory
-    from funes.traces import discover
 
     units = discover()
     lexical: dict = {}

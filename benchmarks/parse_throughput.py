@@ -30,8 +30,8 @@ def measure(home: Path) -> dict:
     path up to (not including) storage, timing parse alone and the whole path."""
     os.environ["HOME"] = str(home)
     from funes.chunking import chunk_session
+    from funes.discovery import discover, parse_unit
     from funes.redaction import get_scanner
-    from funes.traces import discover, parse_unit
 
     get_scanner()  # compile (or load) the rules outside the timing
     units = discover()

@@ -77,11 +77,11 @@ def build_memory(target: int) -> Path:
 
 
 def build(target: int) -> None:
+    from funes.discovery import discover
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     rng = np.random.default_rng(0)
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
@@ -139,7 +139,7 @@ def build_first_index(target: int) -> tuple[Path, Path]:
         make_history_of_chunks(home, target)
     if not (funes_home / "memory" / "chunks.lance").exists():
         code = ("from funes.embedding import load_embedder; from funes.indexing import index_memory;"
-                "from funes.memory.location import local_memory; from funes.traces import discover;"
+                "from funes.memory.location import local_memory; from funes.discovery import discover;"
                 "index_memory(local_memory(), discover(), embedder=load_embedder, backlog_budget_s=20)")
         subprocess.run([sys.executable, "-c", code], env=first_index_env(home, funes_home), check=True)
     return home, funes_home

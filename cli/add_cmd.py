@@ -69,13 +69,13 @@ def print_addable() -> None:
 def _first_index(target, binding, yes: bool) -> None:
     """Index the agent's existing sessions when the memory has none of them yet."""
     from funes.cli.common import ProgressBars, confirm, note
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.errors import MemoryMissingError, WriterBusyError
     from funes.indexing import index_memory
     from funes.memory.location import location_for
     from funes.memory.store import Memory
     from funes.pipelines.records import recorder
-    from funes.traces import discover
 
     location = location_for(None if binding.remote else binding.memory)
     try:

@@ -248,11 +248,11 @@ class Worker:
     def index(self, memory: str | None, batch: list[Request]) -> bool:
         """Index ``batch`` into ``memory``; False (nothing done) when another
         process holds its writer lock."""
+        from funes.discovery import order_units
         from funes.errors import FunesError, WriterBusyError
         from funes.indexing import IndexReport, index_memory
         from funes.memory.location import location_for
         from funes.pipelines.records import recorder
-        from funes.traces import order_units
 
         started = time.monotonic()
         units = []

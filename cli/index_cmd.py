@@ -76,8 +76,8 @@ def index_command(
     memory: str = typer.Option(None, "--memory", help="Memory to write: local (default), a folder, or s3://…"),
 ) -> None:
     """Index new and grown sessions; with no target on a terminal, sweep every agent home."""
+    from funes.discovery import discover
     from funes.memory.location import location_for
-    from funes.traces import discover
 
     require_positive("--limit", limit)
     if path is None and harness is None and not yes and not interactive():

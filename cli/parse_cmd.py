@@ -22,7 +22,7 @@ def parse_command(
 ) -> None:
     """Print one JSON line per turn (or per chunk with --chunks)."""
     from funes.chunking import chunk_session
-    from funes.traces import discover, parse_unit
+    from funes.discovery import discover, parse_unit
 
     units = discover(path.expanduser(), harness)
     out = sys.stdout

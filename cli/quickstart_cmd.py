@@ -27,12 +27,12 @@ def quickstart_command(
     """Index every agent home found (or the bundled examples), then recall QUESTION."""
     from funes.cli.index_cmd import run_index
     from funes.config import funes_home
+    from funes.discovery import discover
     from funes.memory.location import local_memory, location_for
-    from funes.retrieval.format import format_recall
-    from funes.retrieval.bounds import MAX_K, checked_query
-    from funes.retrieval.search import Recaller
     from funes.memory.store import Memory
-    from funes.traces import discover
+    from funes.retrieval.bounds import MAX_K, checked_query
+    from funes.retrieval.format import format_recall
+    from funes.retrieval.search import Recaller
 
     question = checked_query(question)  # before minutes of indexing, not after
     bounded_int("-k", k, 1, MAX_K)

@@ -1,16 +1,11 @@
 """funes: verbatim recall over coding-agent transcripts.
 
-The domain layer (this package, without its mapped sub-packages ``funes.assets``,
-``funes.pipelines``, ``funes.retrieval`` and ``funes.cli``) imports neither Dagster nor
+The domain layers (this package, without its mapped sub-packages ``funes.assets``,
+``funes.pipelines``, ``funes.retrieval`` and ``funes.cli``) import neither Dagster nor
 the CLI, so the hook worker, the Dagster assets and the tests all call the same
-functions.  Where a new function goes: it reads one agent's files or configures that
-agent → its folder under ``funes/agents/`` (parser, wiring, ``FORMAT.md``); it is the
-transcript model every parser fills (Session → Turn → Block) → ``funes.traces``; it
-names Lance or the BM25 index → ``funes.memory`` (where a memory lives, a local folder
-or an object-store prefix, is :mod:`funes.memory.location`; a Hub repo is resolved to
-a local snapshot by ``funes.hub`` first); it names the Hub → ``funes.hub``; it ranks
-passages → ``funes.retrieval``; it decides what to do for a user → ``funes.cli``; it
-schedules or records work → ``funes.assets`` / ``funes.pipelines``.
+functions.  The layers, what each may import and where a new function goes are
+:data:`funes.layers.LAYERS` and docs/architecture.md ("Layers and folders"), held by
+tests/test_layers.py.
 """
 
 import os

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from funes.memory.store import MemoryWriter
-from funes.traces.model import session_key
+from funes.traces.model import session_key, split_session_key
 
 
 @dataclass
@@ -35,7 +35,7 @@ def forget(writer: MemoryWriter, where: str) -> ForgetReport:
     _, keys = sessions_matching(writer, where)
     if not keys:
         return ForgetReport(0, [])
-    session_ids = sorted({key.split("--", 1)[1] for key in keys})
+    session_ids = sorted({split_session_key(key)[1] for key in keys})
     whole_sessions = "session_id IN ({})".format(", ".join("'" + s.replace("'", "''") + "'" for s in session_ids))
     chunks, _ = sessions_matching(writer, whole_sessions)
     writer.table.delete(whole_sessions)

@@ -76,7 +76,7 @@ def repair(location: MemoryLocation, identity: dict[str, str], dim: int, *,
            embedder: Callable[[], TextEmbedder], progress: Progress) -> RepairReport:
     """Restore ``location`` (see the module docstring); ``embedder`` is called only when
     chunks need vectors."""
-    from funes.traces import discover
+    from funes.discovery import discover
 
     with writer_lock(location):
         dataset, damage = inspect(location, deep=True)

@@ -10,11 +10,11 @@ import json
 
 import dagster as dg
 
+from funes.assets.partitions import session_partitions
+from funes.assets.resources import MemoryResource
+from funes.discovery import discover
 from funes.memory.coverage import Coverage
 from funes.pipelines.jobs import index_sessions
-from funes.pipelines.partitions import session_partitions
-from funes.pipelines.resources import MemoryResource
-from funes.traces import discover
 from funes.traces.model import SourceUnit
 
 # Per evaluation; the rest waits for the next tick (each run starts a process).

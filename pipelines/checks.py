@@ -8,11 +8,11 @@ import dagster as dg
 
 from funes.assets.embed import chunk_embeddings
 from funes.assets.ingest import redacted_chunks
+from funes.assets.partitions import session_partitions
+from funes.assets.resources import MemoryResource
 from funes.embedding import IDENTITY
 from funes.errors import MemoryIncompatibleError, MemoryMissingError
 from funes.indexing import SessionChunks
-from funes.pipelines.partitions import session_partitions
-from funes.pipelines.resources import MemoryResource
 from funes.redaction import scan_for_egress
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import dagster as dg
 
+from funes.assets.chain_store import ChainIOManager
 from funes.assets.embed import chunk_embeddings, dense_backfill
 from funes.assets.ingest import raw_traces, redacted_chunks, session_turns
 from funes.assets.maintenance import memory_maintenance
 from funes.assets.publication import hub_publication, publication_schedule, publish_memory
 from funes.assets.release import publish_release, release_memory
+from funes.assets.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
 from funes.assets.store import memory_chunks
 from funes.pipelines.automation import hourly_sweep, transcript_sensor
 from funes.pipelines.checks import embedding_model_pinned, no_unredacted_secrets
 from funes.pipelines.jobs import index_sessions, maintain_memory, observe_traces
 from funes.pipelines.releases import release_sensor
-from funes.pipelines.chain_store import ChainIOManager
-from funes.pipelines.resources import EmbedderResource, MemoryResource, TracesResource, trace_roots_from_env
 
 MEMORY = dg.EnvVar("FUNES_MEMORY").get_value("local") or "local"
 

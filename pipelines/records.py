@@ -7,7 +7,7 @@ per session partition: an observation of ``raw_traces`` at the transcript's
 signature (its data version), then a materialization of each stage —
 ``session_turns``, ``redacted_chunks``, ``chunk_embeddings``, ``memory_chunks``
 — carrying that session's own figures, the same metadata the assets give a
-run's partitions (:func:`stage_metadata`).  Vectors filled in from the backlog
+run's partitions (:func:`funes.assets.metadata.stage_metadata`).  Vectors filled in from the backlog
 are also a materialization of ``dense_backfill``.  Nothing is re-run, no lock
 is taken, no process outlives the command; ``funes ui`` shows the events
 beside the runs.  ``FUNES_NO_DAGSTER_RECORD=1`` turns recording off.
@@ -18,39 +18,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
 
-from funes.indexing import IndexReport, SessionReport
+from funes.assets.metadata import by_tier, stage_metadata
+from funes.indexing import IndexReport
 from funes.memory.location import MemoryLocation
 
 log = logging.getLogger("funes.records")
 
 ORIGIN_TAG = "funes/origin"
-PARTITIONS = "sessions"  # funes.pipelines.partitions.session_partitions, named without importing Dagster
+PARTITIONS = "sessions"  # funes.assets.partitions.session_partitions, named without importing Dagster
 CHAIN = ("session_turns", "redacted_chunks", "chunk_embeddings", "memory_chunks")
-TIER_NAMES = {1: "text", 2: "tool_use", 3: "tool_result"}  # funes.traces.model.TIER_OF_BLOCK
-
-
-def by_tier(counts) -> dict[str, int]:
-    return {TIER_NAMES.get(tier, str(tier)): counts[tier] for tier in sorted(counts)}
-
-
-def stage_metadata(asset: str, report: SessionReport) -> dict[str, Any]:
-    """One session's figures as the metadata of ``asset``'s partition (runs and
-    runless records alike).  ``memory_chunks`` carries the whole report."""
-    read = {"turns": report.turns, "warnings": len(report.warnings), "signature": report.signature}
-    if report.error is not None:
-        read["read_error"] = report.error
-    chunked = {"chunks": report.chunks, "blocks": report.blocks, "blocks_dropped": report.blocks_dropped,
-               "redactions": sum(report.redactions.values()), "redactions_by_rule": dict(report.redactions)}
-    embedded = {"embedded": report.embedded, "embedded_by_tier": by_tier(report.embedded_by_tier)}
-    stored = {"chunks_added": report.chunks_added, "chunks_already_stored": report.chunks_already_stored}
-    return {
-        "session_turns": read,
-        "redacted_chunks": chunked,
-        "chunk_embeddings": embedded,
-        "memory_chunks": {**stored, **read, **chunked, **embedded},
-    }[asset]
 
 
 def recorder(origin: str) -> Callable[[MemoryLocation, IndexReport], None]:

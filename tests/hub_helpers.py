@@ -51,11 +51,11 @@ def write_claude_session(path: Path, session_id: str, texts: Sequence[str], *, c
 
 def index_into_local_memory(paths: Iterable[Path]) -> None:
     """Index transcripts into $FUNES_HOME's memory with vectors, as `funes index --yes` does."""
+    from funes.discovery import discover
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         units = [unit for path in paths for unit in discover(path)]

@@ -71,11 +71,11 @@ def environment(**variables: str):
 def build_memory(home: Path, funes_home: Path) -> None:
     """Index every agent home under ``home`` into ``funes_home``, vectors included,
     with the same domain functions `funes index --yes` runs."""
+    from funes.discovery import discover
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     with environment(HOME=str(home), FUNES_HOME=str(funes_home)):
         with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:

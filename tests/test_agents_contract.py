@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import funes.discovery as discovery
 import funes.traces as traces
 from agent_helpers import funes, snapshot, write
 from funes.agents import agent_named, all_agents, canonical_harness, find_agent
@@ -94,7 +95,7 @@ def test_a_path_no_agent_recognises_is_a_usage_error(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("not a transcript\n")
     with pytest.raises(UsageError, match="cannot tell which agent wrote .*notes.txt: name it with --harness"):
-        traces.discover(notes)
+        discovery.discover(notes)
     result = funes("index", str(notes))
     assert result.code == 2 and result.err.startswith("funes: cannot tell which agent wrote")
 
@@ -296,7 +297,7 @@ def test_a_third_party_agent_package_is_indexed_recalled_and_wired(installed_plu
     assert hits and {(hit["harness"], hit["session_id"], hit["workdir"]) for hit in hits} == \
         {("toy_agent", "c1", "-work-toy")}
     assert "The zebrafish cache key drops the locale." in {hit["text"] for hit in hits}
-    assert traces.parse_unit(traces.discover(chat)[0]).turns[1].blocks[1].command == "pytest -k zebrafish"
+    assert discovery.parse_unit(discovery.discover(chat)[0]).turns[1].blocks[1].command == "pytest -k zebrafish"
 
     status = json.loads(funes("status", "--json").out)
     [toy] = [agent for agent in status["agents"] if agent["name"] == "toy"]

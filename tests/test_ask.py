@@ -80,11 +80,11 @@ def test_a_missing_agent_cli_fails_before_recall(memory_home, standins, monkeypa
 
 
 def test_zero_passages_fail_before_any_agent_runs(isolated_env, standins, tmp_path):
+    from funes.discovery import discover
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import location_for
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     folder = tmp_path / "text-only"
     transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"

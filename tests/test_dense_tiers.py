@@ -60,10 +60,10 @@ def test_embed_all_fills_the_other_tiers_and_the_memory_keeps_embedding_them(mem
 
     # A later write by another path (a hook's turn: index_units with an embedder)
     # follows the memory's stamp, not the default.
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.indexing import index_units, open_writer
     from funes.memory.location import local_memory
-    from funes.traces import discover
 
     session = "5d0c1a2e-0000-4000-8000-00000000a11c"
     transcript = tmp_path / ".claude" / "projects" / "-tmp-grown" / f"{session}.jsonl"
@@ -79,10 +79,10 @@ def test_embed_all_fills_the_other_tiers_and_the_memory_keeps_embedding_them(mem
 
 
 def test_inline_embedding_of_a_fresh_memory_follows_the_policy(isolated_env):
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.indexing import index_units, open_writer
     from funes.memory.location import local_memory
-    from funes.traces import discover
 
     transcript = Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl"
     with open_writer(local_memory()) as writer:
@@ -165,10 +165,10 @@ def test_a_memory_stamped_for_int8_tool_results_only_keeps_its_text_fp32(isolate
 def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolated_env):
     """A memory without the stamp holds fp32 vectors only: its tool results never get
     int8 ones beside them, whichever path embeds (the backlog, a hook's turn)."""
+    from funes.discovery import discover
     from funes.embedding import INT8_TIERS_KEY, OnnxEmbedder
     from funes.indexing import embed_backlog, index_units, open_writer
     from funes.memory.location import local_memory
-    from funes.traces import discover
     from hub_helpers import chunk
 
     output = [chunk("s-old", turn, f"$ pytest -q\n{turn} passed, 1 failed: test_upload_retries", tier=3,

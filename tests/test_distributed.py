@@ -36,8 +36,8 @@ def _step_events(instance, run_id, kind):
 
 def test_a_celery_backfill_on_postgres_and_s3_builds_the_memory_funes_index_builds(tmp_path, monkeypatch):
     from funes.cli.index_cmd import run_index
+    from funes.discovery import discover
     from funes.memory.location import location_for
-    from funes.traces import discover
 
     root = tmp_path / "shared-traces"
     keys = synthetic_sessions(root, SESSIONS)

@@ -371,7 +371,7 @@ def test_the_hub_publication_asset_runs_the_same_push(memory_home, hub_server, r
     import dagster as dg
 
     from funes.assets.publication import hub_publication
-    from funes.pipelines.resources import MemoryResource
+    from funes.assets.resources import MemoryResource
 
     monkeypatch.setenv("FUNES_HUB_REMOTE", repo_id)
     run_config = {"ops": {"hub_publication": {"config": {"assume_yes": True}}}}

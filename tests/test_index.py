@@ -174,11 +174,11 @@ def test_status_shows_the_backlog_by_tier_and_the_time_left_at_the_measured_rate
     """Status counts what awaits vectors (rows and characters, by tier); with no
     embedding pass measured it says so instead of guessing, then estimates from the
     characters/s the last pass measured."""
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.indexing import IndexReport, embed_backlog, index_memory, open_writer
     from funes.memory.location import local_memory
     from funes.memory.store import Memory
-    from funes.traces import discover
     from hub_helpers import write_claude_session
 
     turns = 300
@@ -216,12 +216,12 @@ def test_a_recall_before_any_vector_answers_by_keyword_without_exporting_the_mod
     unexported (that export is seconds of torch beside the indexer), and a recaller
     opened then embeds its queries once it follows the memory to its first vectors."""
     from funes import embedding
+    from funes.discovery import discover
     from funes.embedding import load_embedder
     from funes.indexing import embed_backlog, index_memory, open_writer
     from funes.memory.location import local_memory
     from funes.memory.store import Memory
     from funes.retrieval.search import Recaller
-    from funes.traces import discover
     from hub_helpers import write_claude_session
 
     transcript = write_claude_session(isolated_env / ".claude" / "projects" / "-work-app" / "first.jsonl",

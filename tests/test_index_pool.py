@@ -30,7 +30,7 @@ def _index(units, funes_home: Path, workers: int):
 
 def test_workers_store_what_one_process_stores_and_report_bad_units_alike(isolated_env, monkeypatch):
     from funes import indexing
-    from funes.traces import discover
+    from funes.discovery import discover
 
     make_agent_home(isolated_env)
     units = discover()
@@ -61,7 +61,7 @@ def test_the_pool_works_ahead_by_transcript_bytes_and_units_within_bounds(isolat
     """Workers are kept fed while the writer stores a flush (two units each ahead left
     them idle), and what waits for the writer stays bounded."""
     from funes import indexing
-    from funes.traces import discover
+    from funes.discovery import discover
 
     make_agent_home(isolated_env)
     units = discover()
@@ -84,8 +84,8 @@ def test_the_pool_works_ahead_by_transcript_bytes_and_units_within_bounds(isolat
 
 
 def test_a_small_increment_starts_no_worker(isolated_env):
+    from funes.discovery import discover
     from funes.indexing import pool_size
-    from funes.traces import discover
 
     make_agent_home(isolated_env)
     units = discover()
@@ -96,10 +96,10 @@ def test_a_small_increment_starts_no_worker(isolated_env):
 INDEX_IN_WORKERS = textwrap.dedent("""
     import os, sys
     from funes import indexing
+    from funes.discovery import discover
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
     indexing.POOL_BYTES_PER_WORKER = 1
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         units = discover()
@@ -176,8 +176,8 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
     grown session's documents take their context from the table, in the writer.
     Either way each chunk is indexed with the terms a rebuild from the table gives it."""
     from funes import indexing
+    from funes.discovery import discover
     from funes.memory import lexical
-    from funes.traces import discover
 
     make_agent_home(isolated_env)
     monkeypatch.setattr(indexing, "POOL_BYTES_PER_WORKER", 1)  # every unit set pays for a pool here
@@ -200,8 +200,8 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
 def test_a_run_that_finds_nothing_changed_reads_no_ids(isolated_env, monkeypatch):
     """Which sessions the table holds (to hand new ones out for counting) is read
     only when some unit changed: a run with nothing to do does not scan the table."""
+    from funes.discovery import discover
     from funes.memory.store import MemoryWriter
-    from funes.traces import discover
 
     make_agent_home(isolated_env)
     units = discover()

@@ -31,8 +31,8 @@ def agent_home(isolated_env):
 
 
 def _sensor_tick(instance, cursor=None):
+    from funes.assets.resources import MemoryResource
     from funes.pipelines.automation import transcript_sensor
-    from funes.pipelines.resources import MemoryResource
 
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"memory": MemoryResource()})
     return transcript_sensor(context)
@@ -184,8 +184,8 @@ def test_the_chain_and_funes_index_store_identical_rows_without_thinking(agent_h
     """`funes index --no-thinking` and a Dagster backfill with include_thinking false
     run the same stage functions: same ids, texts and vectors."""
     from funes.cli.index_cmd import run_index
+    from funes.discovery import discover
     from funes.memory.location import location_for
-    from funes.traces import discover
 
     from memory_helpers import LONG_SESSION
 
@@ -229,7 +229,7 @@ def test_a_partition_resolves_through_a_configured_trace_root(isolated_env, inst
 
 
 def test_raw_traces_are_observed_at_their_signature(agent_home, instance):
-    from funes.traces import discover
+    from funes.discovery import discover
 
     key = "claude_code--claude_session"
     instance.add_dynamic_partitions("sessions", [key])
@@ -258,9 +258,9 @@ def test_cli_work_is_recorded_as_runless_events_with_each_sessions_report(agent_
     transcript observed at its signature and each stage with that session's figures;
     no run, and the writer lock is free when the command returns."""
     from funes.cli.index_cmd import run_index
+    from funes.discovery import discover
     from funes.memory.location import local_memory
     from funes.memory.store import Memory, MemoryWriter
-    from funes.traces import discover
 
     dagster_home = tmp_path / "their-dagster"
     dagster_home.mkdir()
@@ -300,8 +300,8 @@ def test_cli_work_is_recorded_as_runless_events_with_each_sessions_report(agent_
 
 @pytest.mark.slow
 def test_the_hourly_sweep_adds_partitions_and_requests_changed_sessions(agent_home, instance):
+    from funes.assets.resources import MemoryResource
     from funes.pipelines.automation import hourly_sweep
-    from funes.pipelines.resources import MemoryResource
 
     context = dg.build_schedule_context(instance=instance, resources={"memory": MemoryResource()})
     requests = hourly_sweep(context)
@@ -316,9 +316,9 @@ def test_the_hourly_sweep_adds_partitions_and_requests_changed_sessions(agent_ho
 @pytest.mark.slow
 def test_dense_backfill_and_maintenance_run_and_a_model_mismatch_blocks_the_chain(agent_home, instance):
     from funes.cli.index_cmd import run_index
+    from funes.discovery import discover
     from funes.memory.location import local_memory
     from funes.memory.store import Memory
-    from funes.traces import discover
 
     units = [u for u in discover() if u.key == "claude_code--claude_session"]
     assert run_index(local_memory(), units, budget_s=0)  # lexical only: everything pending
@@ -353,7 +353,7 @@ def test_the_chain_runs_under_the_multiprocess_executor(agent_home, tmp_path):
     import subprocess
     import sys
 
-    from funes.traces import discover
+    from funes.discovery import discover
 
     from memory_helpers import LONG_SESSION
 

@@ -233,8 +233,8 @@ def test_the_release_sensor_and_partitions_publish_what_the_cli_does(project_mem
     import dagster as dg
 
     from funes.assets.release import release_memory, release_partitions
+    from funes.assets.resources import MemoryResource
     from funes.pipelines.releases import release_sensor
-    from funes.pipelines.resources import MemoryResource
 
     by_hand = repo_id + "-cli"
     assert run_cli("curate", by_hand, PROJECT, "--include", "early-one", "--include", "early-two",

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import funes.discovery as discovery
 import funes.traces as traces
 from funes.traces.common import checkout_identity, repo_from_remote_url
 from agent_helpers import funes
@@ -169,9 +170,9 @@ def test_symlinked_project_folders_are_followed_once(isolated_env, tmp_path):
     (projects / "D--physics-earth").symlink_to(elsewhere, target_is_directory=True)
     (projects / "again").symlink_to(elsewhere, target_is_directory=True)  # the same folder twice
     (elsewhere / "loop").symlink_to(projects, target_is_directory=True)  # and a loop back up
-    units = traces.discover(harness="claude")
+    units = discovery.discover(harness="claude")
     assert [unit.key for unit in units] == [f"claude_code--{CLAUDE_SID}"]
-    assert traces.parse_unit(units[0]).turns
+    assert discovery.parse_unit(units[0]).turns
 
 
 def drop_read_override() -> tuple[str, ...]:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import funes.traces as traces
-from funes.errors import UsageError
+import funes.discovery as discovery
 from funes.agents.claude import parser as claude
 from funes.agents.codex import parser as codex
 from funes.agents.hermes import parser as hermes
 from funes.agents.pi import parser as pi
+from funes.errors import UsageError
 from trace_helpers import REAL, build_hermes_db, copy_fixture
 
 CLAUDE_SID = "06ec42c3-2184-40c5-b0ee-98c3235b4c4c"
@@ -61,15 +61,15 @@ def clean_env(monkeypatch, tmp_path):
 def test_default_homes(clean_env):
     home = clean_env
     lay_out_homes(home / ".claude", home / ".codex", home / ".pi" / "agent", home / ".hermes")
-    units = traces.discover()
+    units = discovery.discover()
     assert {u.key for u in units} == EXPECTED_KEYS
     # the subagent transcript comes after every main session
     assert units[-1].key == "claude_code--agent-a0ad4f44468bdf20d"
     for unit in units:
-        session = traces.parse_unit(unit)
+        session = discovery.parse_unit(unit)
         assert session.key == unit.key  # discovery and parsing agree on the session id
-    assert [u.key for u in traces.discover(harness="pi")] == [f"pi--{PI_SID}"]
-    assert {u.key for u in traces.discover(harness="claude")} == {k for k in EXPECTED_KEYS if k.startswith("claude_code")}
+    assert [u.key for u in discovery.discover(harness="pi")] == [f"pi--{PI_SID}"]
+    assert {u.key for u in discovery.discover(harness="claude")} == {k for k in EXPECTED_KEYS if k.startswith("claude_code")}
 
 
 def test_environment_variables_move_the_homes(clean_env, monkeypatch, tmp_path):
@@ -85,15 +85,15 @@ def test_environment_variables_move_the_homes(clean_env, monkeypatch, tmp_path):
     assert codex.default_roots() == [roots["codex"] / "sessions", roots["codex"] / "archived_sessions"]
     assert pi.default_roots() == [roots["pi"] / "sessions"]
     assert hermes.default_roots() == [roots["hermes"]]
-    assert {u.key for u in traces.discover()} == EXPECTED_KEYS
+    assert {u.key for u in discovery.discover()} == EXPECTED_KEYS
 
     # a folder that names no agent is detected by what it holds
-    assert traces.detect_harness(roots["claude"]) == "claude_code"
-    assert traces.detect_harness(roots["codex"]) == "codex"
-    assert traces.detect_harness(roots["pi"]) == "pi"
-    assert traces.detect_harness(roots["hermes"]) == "hermes"
-    assert {u.key for u in traces.discover(roots["pi"])} == {f"pi--{PI_SID}"}
-    assert len(traces.discover(roots["hermes"])) == 5  # two databases, the same session ids
+    assert discovery.detect_harness(roots["claude"]) == "claude_code"
+    assert discovery.detect_harness(roots["codex"]) == "codex"
+    assert discovery.detect_harness(roots["pi"]) == "pi"
+    assert discovery.detect_harness(roots["hermes"]) == "hermes"
+    assert {u.key for u in discovery.discover(roots["pi"])} == {f"pi--{PI_SID}"}
+    assert len(discovery.discover(roots["hermes"])) == 5  # two databases, the same session ids
 
 
 def test_detection_by_location(clean_env):
@@ -112,7 +112,7 @@ def test_detection_by_location(clean_env):
         home / "export.parquet": "parquet",
     }
     for path, harness in cases.items():
-        assert traces.detect_harness(path) == harness, path
+        assert discovery.detect_harness(path) == harness, path
 
 
 def test_detection_by_content(tmp_path):
@@ -120,26 +120,26 @@ def test_detection_by_content(tmp_path):
     claude_file = copy_fixture("claude_session.jsonl", tmp_path / "a")
     codex_file = copy_fixture("codex_session.jsonl", tmp_path / "b")
     pi_file = copy_fixture("pi_session.jsonl", tmp_path / "c")
-    assert [traces.detect_harness(p) for p in (claude_file, codex_file, pi_file)] == ["claude_code", "codex", "pi"]
-    assert traces.detect_harness(tmp_path / "c") == "pi"
+    assert [discovery.detect_harness(p) for p in (claude_file, codex_file, pi_file)] == ["claude_code", "codex", "pi"]
+    assert discovery.detect_harness(tmp_path / "c") == "pi"
     garbage = tmp_path / "d" / "x.jsonl"
     garbage.parent.mkdir()
     garbage.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n" + (REAL / "pi_session.jsonl").read_bytes())
-    assert traces.detect_harness(garbage) == "pi"  # the undecodable first line is passed over
-    [unit] = traces.discover(codex_file)
+    assert discovery.detect_harness(garbage) == "pi"  # the undecodable first line is passed over
+    [unit] = discovery.discover(codex_file)
     assert unit.key == f"codex--{CODEX_SID}"
 
 
 def test_discover_errors(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
-        traces.discover(tmp_path / "missing")
+        discovery.discover(tmp_path / "missing")
     with pytest.raises(UsageError, match="unknown harness"):
-        traces.discover(harness="vim")
+        discovery.discover(harness="vim")
 
 
 def test_explicit_harness_wins(tmp_path):
     # a pi transcript parsed as what the user says it is
     path = copy_fixture("pi_session.jsonl", tmp_path)
-    [unit] = traces.discover(path, harness="claude")
+    [unit] = discovery.discover(path, harness="claude")
     assert unit.harness == "claude_code" and unit.session_id == "pi_session"
-    assert traces.parse_unit(unit).turns == []
+    assert discovery.parse_unit(unit).turns == []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import funes.discovery as discovery
 import funes.traces as traces
 
 # The kit lives beside the repository (../shared/eval); FUNES_EVAL_DIR points elsewhere.
@@ -33,8 +34,8 @@ def corpus(tmp_path_factory):
                    check=True, capture_output=True)
     sessions = {}
     for harness, root in HOME_ROOTS.items():
-        for unit in traces.discover(out / "home" / root, harness=harness):
-            session = traces.parse_unit(unit)
+        for unit in discovery.discover(out / "home" / root, harness=harness):
+            session = discovery.parse_unit(unit)
             assert session.key == unit.key and not session.warnings
             sessions[session.key] = session
     qrels = [json.loads(line) for line in (out / "qrels.jsonl").read_text().splitlines()]

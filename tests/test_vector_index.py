@@ -381,13 +381,13 @@ def test_the_fragments_a_hook_leaves_each_turn_are_compacted_as_they_gather(isol
     it now is are the table's (no reader counts it again)."""
     import dataclasses
 
+    from funes.discovery import discover
     from funes.indexing import index_memory
     from funes.memory import store
     from funes.memory.location import local_memory
     from funes.memory.stats import load_stats, table_state
     from funes.memory.store import Memory
     from funes.retrieval.search import Recaller
-    from funes.traces import discover
     from hub_helpers import write_claude_session
 
     def hooked(home: str, turns: int) -> list[int]:

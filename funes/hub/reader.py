@@ -42,6 +42,7 @@ from funes.hub.ledger import Release, added_since, releases_at
 from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, parse_remote
 from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
 from funes.memory.location import MemoryLocation
+from funes.traces.model import split_session_key
 
 if TYPE_CHECKING:
     from funes.memory.store import Memory
@@ -86,7 +87,7 @@ def release_sessions(location: MemoryLocation, since: str) -> tuple[str, ...]:
     except KeyError:
         known = ", ".join(r.tag for r in releases) or "none"
         raise UsageError(f"--since-release {since}: not a release of {location.label} (its releases: {known})") from None
-    return tuple(sorted(key.split("--", 1)[-1] for key in keys))
+    return tuple(sorted(split_session_key(key)[1] for key in keys))
 
 
 def split_tag(spec: str) -> tuple[str, str | None]:

@@ -90,7 +90,7 @@ class ChainStore:
 
 class ChainIOManager(dg.ConfigurableIOManager):
     """Chain values per session partition on the memory's storage (see the module
-    docstring); ``memory`` as :class:`funes.pipelines.resources.MemoryResource`."""
+    docstring); ``memory`` as :class:`funes.assets.resources.MemoryResource`."""
 
     memory: str = "local"
 

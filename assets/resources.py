@@ -3,7 +3,7 @@ where transcripts are found.
 
 Lance writes its own files, so the memory is a resource the assets call, not an
 IO manager; the values handed from stage to stage go through the chain store
-(:mod:`funes.pipelines.chain_store`).
+(:mod:`funes.assets.chain_store`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import dagster as dg
 
+from funes.discovery import discover, units_for_keys
 from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS, Embedder, load_embedder
 from funes.errors import MemoryMissingError
 from funes.indexing import open_writer
 from funes.memory.coverage import Coverage
 from funes.memory.location import MemoryLocation, location_for
 from funes.memory.store import Memory, MemoryWriter, stored_ids
-from funes.traces import discover, units_for_keys
 from funes.traces.model import SourceUnit
 
 TRACE_ROOTS_ENV = "FUNES_TRACE_ROOTS"
