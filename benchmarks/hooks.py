@@ -115,8 +115,9 @@ def embedded(words: list[str]) -> int:
     import lance
 
     from funes.memory.location import local_memory
+    from funes.memory.sql import quote
 
-    where = "vector IS NOT NULL AND (" + " OR ".join(f"text LIKE '%{word}%'" for word in words) + ")"
+    where = "vector IS NOT NULL AND (" + " OR ".join(f"text LIKE {quote('%' + word + '%')}" for word in words) + ")"
     return lance.dataset(local_memory().table_uri).count_rows(filter=where)
 
 

@@ -63,6 +63,8 @@ def copies(source: Path, vectors: int | None) -> tuple[Path, Path]:
     import lance
     import lancedb
 
+    from funes.memory.sql import sql_in
+
     target = WORK / "vector-index"
     shutil.rmtree(target, ignore_errors=True)
     flat, indexed = target / "flat", target / "indexed"
@@ -76,8 +78,7 @@ def copies(source: Path, vectors: int | None) -> tuple[Path, Path]:
         cleared = ids[vectors:]
         table = lancedb.connect(str(flat / "memory")).open_table("chunks")
         for start in range(0, len(cleared), 2000):
-            quoted = ", ".join(f"'{i}'" for i in cleared[start:start + 2000])
-            table.update(where=f"id IN ({quoted})", values={"vector": None})
+            table.update(where=sql_in("id", cleared[start:start + 2000]), values={"vector": None})
     shutil.copytree(flat / "memory", indexed / "memory")
     return flat, indexed
 

@@ -74,12 +74,13 @@ def _first_index(target, binding, yes: bool) -> None:
     from funes.errors import MemoryMissingError, WriterBusyError
     from funes.indexing import index_memory
     from funes.memory.location import location_for
+    from funes.memory.sql import quote
     from funes.memory.store import Memory
     from funes.pipelines.records import recorder
 
     location = location_for(None if binding.remote else binding.memory)
     try:
-        if Memory.open(location).count(f"harness = '{target.harness}'"):
+        if Memory.open(location).count(f"harness = {quote(target.harness)}"):
             return
     except MemoryMissingError:
         pass

@@ -23,6 +23,7 @@ def forget_command(
     from funes.embedding import IDENTITY
     from funes.forgetting import forget, sessions_matching
     from funes.memory.location import location_for
+    from funes.memory.sql import sql_in
     from funes.memory.store import Memory, MemoryWriter
     from funes.retrieval.filters import Filters
 
@@ -38,7 +39,7 @@ def forget_command(
         where_parts = []
         if session:
             ids = [writer.resolve_session(given) for given in session]
-            where_parts.append("session_id IN ({})".format(", ".join("'" + s.replace("'", "''") + "'" for s in ids)))
+            where_parts.append(sql_in("session_id", ids))
         if filters.where():
             where_parts.append(filters.where())
         where = " AND ".join(f"({part})" for part in where_parts)

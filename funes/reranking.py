@@ -42,8 +42,8 @@ from funes.embedding import (
     quantise_onnx,
     quiet_model_loading,
     run_length_sorted,
-    write_atomically,
 )
+from funes.files import write_atomically
 
 DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 PRECISIONS = ("int8", "fp32")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 
 from funes.errors import FunesError, UsageError
+from funes.memory.sql import quote, sql_in
 from funes.provenance import query_paths
 from funes.retrieval.bounds import MAX_NEEDLE_CHARS
 from funes.traces.common import workdir_facet
@@ -24,19 +25,15 @@ _RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def file_predicate(forms: tuple[str, ...]) -> str:
     """The row's turn touched a file whose stored path starts with one of ``forms``
     (each stored path follows a newline: funes/provenance.py)."""
-    return "(" + " OR ".join(f"strpos(files, {_quote(chr(10) + form)}) > 0" for form in forms) + ")"
+    return "(" + " OR ".join(f"strpos(files, {quote(chr(10) + form)}) > 0" for form in forms) + ")"
 
 
 def command_predicate(text: str) -> str:
     """The row's turn ran a command containing ``text``."""
-    return f"strpos(commands, {_quote(text)}) > 0"
+    return f"strpos(commands, {quote(text)}) > 0"
 
 
 def parse_when(value: str, *, flag: str, now: datetime | None = None, end_of_day: bool = False) -> str:
@@ -150,26 +147,26 @@ class Filters:
         """The Lance SQL predicate, or None when nothing is filtered."""
         clauses = []
         if self.harness:
-            clauses.append(f"harness = {_quote(self.harness)}")
+            clauses.append(f"harness = {quote(self.harness)}")
         if self.block_type:
-            clauses.append(f"block_type = {_quote(self.block_type)}")
+            clauses.append(f"block_type = {quote(self.block_type)}")
         if self.workdir:
             # Facets hold only [A-Za-z0-9-], so LIKE needs no escaping.
-            clauses.append(f"workdir LIKE {_quote(self.workdir + '%')}")
+            clauses.append(f"workdir LIKE {quote(self.workdir + '%')}")
         if self.repo:
-            clauses.append(f"lower(repo) = {_quote(self.repo.lower())}")
+            clauses.append(f"lower(repo) = {quote(self.repo.lower())}")
         if self.branch:
-            clauses.append(f"branch = {_quote(self.branch)}")
+            clauses.append(f"branch = {quote(self.branch)}")
         if self.session:
-            clauses.append(f"session_id = {_quote(self.session)}")
+            clauses.append(f"session_id = {quote(self.session)}")
         if self.since:
-            clauses.append(f"ts >= {_quote(self.since)}")
+            clauses.append(f"ts >= {quote(self.since)}")
         if self.until:
-            clauses.append(f"ts <= {_quote(self.until)}")
+            clauses.append(f"ts <= {quote(self.until)}")
         if self.file_forms:
             clauses.append(file_predicate(self.file_forms))
         if self.command:
             clauses.append(command_predicate(self.command))
         if self.sessions is not None:
-            clauses.append(f"session_id IN ({', '.join(_quote(s) for s in self.sessions) or _quote('')})")
+            clauses.append(sql_in("session_id", self.sessions or [""]))
         return " AND ".join(clauses) if clauses else None

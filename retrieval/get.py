@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from funes.chunking import reassemble
 from funes.errors import FunesError, bounded_int
+from funes.memory.sql import quote
 from funes.memory.store import Memory
 from funes.retrieval.bounds import MAX_SEQ, MAX_WINDOW, RANGE_MAX_CHARS, RANGE_TURNS
 
@@ -49,9 +50,7 @@ def turn_window(memory: Memory, session_id: str, turn_uuid: str, window: int = 3
     prefix of one) and ``window`` turns either side."""
     bounded_int("window", window, 0, MAX_WINDOW)
     session_id = memory.resolve_session(session_id)
-    quoted_session = session_id.replace("'", "''")
-    quoted_turn = turn_uuid.replace("'", "''")
-    found = memory.scan(["seq"], f"session_id = '{quoted_session}' AND turn_uuid = '{quoted_turn}'")
+    found = memory.scan(["seq"], f"session_id = {quote(session_id)} AND turn_uuid = {quote(turn_uuid)}")
     if found.num_rows == 0:
         raise TurnNotFoundError(f"turn {turn_uuid} not found in session {session_id}")
     seq = int(found.column("seq")[0].as_py())
@@ -90,8 +89,7 @@ def turn_range(memory: Memory, session_id: str, first: int = 0, last: int | None
 
 def _window(memory: Memory, session_id: str, rows: list[dict], target: str | None) -> Window:
     """The turns of ``rows`` (one session's, ordered), their split blocks reassembled."""
-    quoted_session = session_id.replace("'", "''")
-    seqs = memory.scan(["seq"], f"session_id = '{quoted_session}'").column("seq").to_pylist()
+    seqs = memory.scan(["seq"], f"session_id = {quote(session_id)}").column("seq").to_pylist()
     turns: dict[tuple[int, str], TurnView] = {}
     pieces: dict[tuple[int, str, int], list[tuple[int, int, str]]] = {}
     block_meta: dict[tuple[int, str, int], tuple[str, str | None]] = {}

@@ -25,9 +25,9 @@ from funes.embedding import (
     onnx_path,
     resolve_device,
     shipped_model_dir,
-    write_atomically,
 )
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
+from funes.files import write_atomically
 from memory_helpers import copy_embedding_export
 
 REAL = Path(__file__).parent / "fixtures" / "real"

@@ -22,7 +22,6 @@ prevents, it never retracts what already shipped.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ import pyarrow as pa
 
 from funes.config import funes_home
 from funes.errors import UsageError
+from funes.files import write_atomically
 from funes.hub.repo import HubRemote
 from funes.memory.schema import META_PREFIX
 from funes.memory.store import Memory
@@ -77,7 +77,6 @@ class Curation:
 
     def save(self) -> None:
         path = curation_path(self.remote)
-        path.parent.mkdir(parents=True, exist_ok=True)
         lines = [f"# funes curation for {self.remote.uri} on {self.remote.endpoint}: this host's decisions",
                  "# include <session> [chunks reviewed] | exclude <session>; '#' starts a comment"]
         if self.project:
@@ -87,9 +86,7 @@ class Curation:
                                        self.comments.get(session)))
         for session in sorted(self.excluded):
             lines.append(_with_comment(f"exclude {session}", self.comments.get(session)))
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(path, "\n".join(lines) + "\n")
 
     def name_project(self, project: str) -> None:
         if self.project and self.project != project:

@@ -440,7 +440,7 @@ class _Publication:
         dataset = lance.dataset(uri)
         # Delete before inserting: a scrubbed chunk's redacted version keeps its id.
         if retract:
-            from funes.memory.store import sql_in
+            from funes.memory.sql import sql_in
 
             for start in range(0, len(retract), 500):
                 dataset.delete(sql_in("id", retract[start:start + 500]))

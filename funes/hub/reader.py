@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 from funes.config import state_dir
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
+from funes.files import write_atomically
 from funes.hub.ledger import Release, added_since, releases_at
 from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, parse_remote
 from funes.hub.snapshot import Snapshot, cached_snapshot, derived_dir, derived_root, fetch_snapshot
@@ -125,11 +126,7 @@ def _head_file(remote: HubRemote) -> Path:
 
 def pin_head(remote: HubRemote, sha: str) -> None:
     """Record ``sha`` as the repo's head as of now (after resolving it, or pushing it)."""
-    path = _head_file(remote)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".head.{os.getpid()}.json")
-    tmp.write_text(json.dumps({"sha": sha, "resolved_at": time.time()}), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(_head_file(remote), json.dumps({"sha": sha, "resolved_at": time.time()}))
 
 
 def _pinned_head(remote: HubRemote) -> tuple[str, float] | None:
@@ -195,10 +192,7 @@ def _tag_snapshot(remote: HubRemote, tag: str) -> Snapshot:
         raise MemoryMissingError(f"{remote.uri} has no release {tag!r}: `funes status --memory {remote.repo_id}`"
                                  " lists its releases")
     snapshot = fetch_snapshot(repo, state)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"sha": state.sha, "resolved_at": time.time()}), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps({"sha": state.sha, "resolved_at": time.time()}))
     return snapshot
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from funes.config import state_dir
+from funes.files import write_atomically
 from funes.hub.repo import HubRemote
 from funes.memory.location import MemoryLocation
 
@@ -56,14 +56,10 @@ class Receipt:
         return _read(receipt_path(location, remote))
 
     def save(self, location: MemoryLocation, remote: HubRemote) -> None:
-        path = receipt_path(location, remote)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"remote": self.remote, "endpoint": self.endpoint, "memory": self.memory, "commit": self.commit,
                 "pushed_at": self.pushed_at, "ids": sorted(self.ids), "sessions": sorted(self.sessions or ()),
                 "checked_at": self.checked_at, "history_holds_removed": self.history_holds_removed}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(receipt_path(location, remote), json.dumps(data))
 
 
 @dataclass(frozen=True)

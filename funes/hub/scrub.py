@@ -32,7 +32,8 @@ from funes.chunking import Chunk, chunk_id, split_text
 from funes.hub.gate import block_text
 from funes.indexing import TextEmbedder, embedding_input
 from funes.memory.schema import ROW_COLUMNS
-from funes.memory.store import MemoryWriter, sql_in
+from funes.memory.sql import quote
+from funes.memory.store import MemoryWriter
 from funes.redaction import redact_many, rule_label
 
 # Provenance every split of a block shares, copied from its first split.
@@ -130,7 +131,7 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
     if removed or reprovenanced:
         writer.coverage.record_scrubbed([*removed, *reprovenanced])
     for (session_id, turn_uuid), values in provenance.items():
-        writer.table.update(where=f"{sql_in('session_id', [session_id])} AND {sql_in('turn_uuid', [turn_uuid])}",
+        writer.table.update(where=f"session_id = {quote(session_id)} AND turn_uuid = {quote(turn_uuid)}",
                             values=values)
     if removed:
         writer.replace_chunks(removed, replacements, _owed_vectors(replacements, writer, embedder))

@@ -22,13 +22,13 @@ so a warm read checks that each exists and opens the table without listing anyth
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from funes.config import cache_dir
 from funes.errors import MemoryMissingError
+from funes.files import write_atomically
 from funes.hub.repo import TABLE_DIR, HubRemote, HubRepo, RepoState
 
 VERSIONS_DIR = f"{TABLE_DIR}/_versions/"
@@ -105,11 +105,7 @@ def fetch_snapshot(repo: HubRepo, state: RepoState) -> Snapshot:
     live = _live_files(root / TABLE_DIR, state.files)
     repo.download_all(live, sha)
     files = (manifest, *live)
-    record = derived_dir(remote, sha) / "files.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    tmp = record.with_name(f".files.{os.getpid()}.json")
-    tmp.write_text(json.dumps({"files": files}), encoding="utf-8")
-    os.replace(tmp, record)
+    write_atomically(derived_dir(remote, sha) / "files.json", json.dumps({"files": files}))
     return Snapshot(remote, sha, root, files)
 
 

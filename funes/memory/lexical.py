@@ -62,6 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from funes.files import write_atomically
+
 MANIFEST = "manifest.json"
 # Tokenisation and BM25 parameters; a memory indexed with other settings is rebuilt.
 # ``identifiers``: a run of word characters joined by ``.`` ``/`` ``:`` ``-`` (a
@@ -1077,11 +1079,7 @@ class LexicalIndex:
             "table_version": table_version,
             "segments": [s.name for s in segments],
         }
-        tmp = self.folder / f".{MANIFEST}.{uuid.uuid4().hex[:8]}"
-        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.folder / MANIFEST)
+        write_atomically(self.folder / MANIFEST, json.dumps(manifest, indent=1))
         self.segments = segments
         self.table_version = table_version
         self._term_cache.clear()

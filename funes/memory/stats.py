@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from funes.files import write_atomically
 
 # Saved counts kept per memory: the newest few, so that a reader saving the counts of
 # the version it opened does not push out those a writer just saved of the next one.
@@ -121,9 +121,7 @@ def save_stats(state_dir: Path, state: str, stats: MemoryStats) -> None:
     del record["version"]
     try:
         folder.mkdir(exist_ok=True)
-        tmp = folder / f".{state}.{uuid.uuid4().hex[:8]}"
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, folder / f"{state}.json")
+        write_atomically(folder / f"{state}.json", json.dumps(record), durable=False)
         saved = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in saved[KEPT_STATS:]:
             old.unlink(missing_ok=True)

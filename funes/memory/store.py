@@ -64,6 +64,7 @@ from funes.memory.lexical import (
 )
 from funes.memory.location import MemoryLocation
 from funes.memory.stats import MemoryStats, load_stats, save_stats, table_state
+from funes.memory.sql import quote, spans_sql, sql_in
 from funes.memory.schema import (
     META_PREFIX,
     ROW_COLUMNS,
@@ -180,10 +181,6 @@ def check_identity(location: MemoryLocation, stored: Mapping[str, str], expected
         )
 
 
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def resolve_session(scan: Any, given: str) -> str:
     """The session id ``given`` names: itself when stored, else the one stored session
     whose id starts with it (at least :data:`MIN_SESSION_PREFIX` characters), else
@@ -191,7 +188,7 @@ def resolve_session(scan: Any, given: str) -> str:
     (``Memory.scan``, ``MemoryWriter._scan``)."""
     if len(given) < MIN_SESSION_PREFIX:
         return given
-    found = scan(["session_id"], f"starts_with(session_id, {_sql_str(given)})").column("session_id")
+    found = scan(["session_id"], f"starts_with(session_id, {quote(given)})").column("session_id")
     matches = sorted(set(found.to_pylist()))
     if given in matches or not matches:
         return given
@@ -200,19 +197,6 @@ def resolve_session(scan: Any, given: str) -> str:
         raise UsageError(f"session {given!r} is ambiguous: {len(matches)} sessions start with it ({listed});"
                          " give more of the id")
     return matches[0]
-
-
-def sql_in(column: str, values: Sequence[str]) -> str:
-    return f"{column} IN ({', '.join(_sql_str(v) for v in values)})"
-
-
-def spans_sql(spans: Mapping[str, tuple[int, int]]) -> str:
-    """The rows of each session ``{session_id: (seq_min, seq_max)}`` names.  The ``IN``
-    list first: Lance answers it from the BTREE on ``session_id`` and tests the
-    ranges on those rows alone (the ranges alone scan the whole column)."""
-    ranges = " OR ".join(f"(session_id = {_sql_str(sid)} AND seq >= {int(low)} AND seq <= {int(high)})"
-                         for sid, (low, high) in spans.items())
-    return f"{sql_in('session_id', list(spans))} AND ({ranges})"
 
 
 def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[str, str]:
@@ -554,7 +538,7 @@ class Memory:
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
                      columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
-        where = f"session_id = {_sql_str(session_id)}"
+        where = f"session_id = {quote(session_id)}"
         if seq_min is not None:
             where += f" AND seq >= {int(seq_min)}"
         if seq_max is not None:

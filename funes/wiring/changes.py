@@ -14,14 +14,13 @@ anything else by then is the user's and stays.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from funes.config import funes_home
 from funes.errors import FunesError
+from funes.files import write_atomically
 
 
 class ConfigFileError(FunesError):
@@ -138,7 +137,7 @@ def _record_created_folders(created: set[str]) -> None:
 
     path = _created_folders_file()
     if created:
-        write_atomically(path, json.dumps(sorted(created), indent=1).encode("utf-8"))
+        write_atomically(path, json.dumps(sorted(created), indent=1).encode("utf-8"), 0o600)
         return
     path.unlink(missing_ok=True)
     _remove_empty_folders(path.parent, funes_home())
@@ -166,26 +165,6 @@ def _remove_created_folders(folder: Path, created: set[str]) -> None:
                 return
         created.discard(str(folder))
         folder = folder.parent
-
-
-def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        keep = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        keep = mode
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".funes-tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if keep is not None:
-            os.chmod(temporary, keep)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _remove_empty_folders(folder: Path, stop: Path) -> None:
