@@ -22,7 +22,8 @@ from funes.errors import MemoryMissingError
 from funes.indexing import open_writer
 from funes.memory.coverage import Coverage
 from funes.memory.location import MemoryLocation, location_for
-from funes.memory.store import Memory, MemoryWriter, stored_ids
+from funes.memory.reader import Memory, stored_ids
+from funes.memory.writer import MemoryWriter
 from funes.traces.model import SourceUnit
 
 TRACE_ROOTS_ENV = "FUNES_TRACE_ROOTS"

@@ -34,7 +34,7 @@ def main(query: str) -> None:
     _register("recall")
     record("import the CLI and the recall command", started)
     preload_query_embedder(["recall", query])  # as main() does, before parsing
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval import access, search
 
     def timed(owner, name: str, label: str) -> None:

@@ -338,25 +338,28 @@ def shown_hits(output: str) -> list[tuple[str, str]]:
     return [(sid, text.strip("\n").strip("…")) for sid, text in shown]
 
 
-def evidence(kit: Path, corpus: Path, render=None) -> dict:
+def evidence(kit: Path, corpus: Path, render=None, fusion: str | None = None) -> dict:
     """Evidence per token over a set's questions, in process on the built memory with
     `funes recall`'s defaults: the share whose gold text (the kit's text match) is
     within the first :data:`EVIDENCE_TOKENS` tokens of the output, anywhere in it,
     and the mean output in tokens.  ``render``: result → text (default
-    retrieval/format.py's agent format)."""
+    retrieval/format.py's agent format); ``fusion``: a CLI variant (default: the
+    default fusion)."""
     os.environ.setdefault("FUNES_CACHE_DIR", str(corpus / "home" / ".funes" / "cache"))
     os.environ["HF_HUB_OFFLINE"] = "1"
     sys.path.insert(0, str(kit))
     import score as sc
 
     from funes.memory.location import location_for
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.bounds import CHARS_PER_TOKEN
     from funes.retrieval.format import format_recall
+    from funes.retrieval.fusion import Fusion
     from funes.retrieval.search import Recaller
 
     render = render or format_recall
-    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False)
+    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False,
+                             fusion=Fusion.named(fusion))
     qrels = sc.read_jsonl(corpus / "qrels.jsonl")
     within = {n: 0 for n in EVIDENCE_TOKENS}
     anywhere, sizes = 0, []
@@ -383,7 +386,7 @@ def latency(memory: Path, cache: Path, queries: list[str], fusion: str = "convex
     os.environ.setdefault("FUNES_CACHE_DIR", str(cache))  # the ONNX export the index run made
     os.environ["HF_HUB_OFFLINE"] = "1"
     from funes.memory.location import location_for
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.fusion import Fusion
     from funes.retrieval.search import Recaller
 
@@ -408,7 +411,8 @@ def scaled_memory(corpus: Path, work: Path, target: int) -> Path:
 
     from funes.embedding import IDENTITY
     from funes.memory.location import location_for
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     folder = work / f"scaled-{target}"
     location = location_for(str(folder / "memory"))
@@ -884,20 +888,21 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
             **({"dense_tiers": kept["dense_tiers"]} if "dense_tiers" in kept else {})}
 
 
-def evidence_table(evidences: dict[str, dict]) -> list[str]:
+def evidence_table(evidences: dict[tuple[str, str], dict]) -> list[str]:
     if not evidences:
         return []
     lines = ["Evidence per token: questions whose gold text is within the first 1,000 / 2,000 tokens"
              " (characters / 4) of `funes recall \"<question>\"`'s output (what the MCP tool returns), anywhere"
              " in it, and its mean size:", "",
-             "| set | gold within 1k | gold within 2k | gold anywhere | mean tokens |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {DEV_SETS[name]} | {e['gold@1000']:.3f} | {e['gold@2000']:.3f} | {e['gold anywhere']:.3f} | "
-              f"{e['mean tokens']:,.0f} |" for name, e in evidences.items()]
+             "| set | fusion | gold within 1k | gold within 2k | gold anywhere | mean tokens |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {DEV_SETS[name]} | {variant} | {e['gold@1000']:.3f} | {e['gold@2000']:.3f} | "
+              f"{e['gold anywhere']:.3f} | {e['mean tokens']:,.0f} |" for (name, variant), e in evidences.items()]
     return lines + [""]
 
 
 def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None,
-           evidences: dict[str, dict] | None = None) -> str:
+           evidences: dict[tuple[str, str], dict] | None = None) -> str:
     out: list[str] = []
     for name, runs in cli.items():
         out += cli_tables(name, runs)
@@ -946,7 +951,7 @@ def main(argv: list[str] | None = None) -> int:
     cli: dict[str, dict[str, dict]] = {}
     corpora: dict[str, Path] = {}
     latencies: list[tuple[str, dict]] = []
-    evidences: dict[str, dict] = {}
+    evidences: dict[tuple[str, str], dict] = {}
     for name in sets:
         corpus = args.work / ("corpus-dev" if name == "locomo" else f"corpus-{CODING_KITS[name]}")
         results = args.work / ("results-dev" if name == "locomo" else f"results-{CODING_KITS[name]}")
@@ -968,7 +973,8 @@ def main(argv: list[str] | None = None) -> int:
         if runs:
             score_runs(kit, corpus, runs)
             cli[name] = runs
-            evidences[name] = evidence(kit, corpus)
+            for variant in variants or ["convex"]:
+                evidences[(name, variant)] = evidence(kit, corpus, fusion=variant)
             (results / "summary.json").write_text(json.dumps(
                 {run: {k: v for k, v in r.items() if k != "results"} for run, r in runs.items()}, indent=1, default=str))
         if not args.no_latency:

@@ -52,7 +52,7 @@ def build() -> None:
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         index_units(writer, discover())

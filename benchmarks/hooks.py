@@ -162,7 +162,7 @@ def synthesise_memory(chunks: int, seed: int = 0) -> dict:
     from funes.chunking import Chunk
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     rng = np.random.default_rng(seed)
     texts = corpus.real_texts(min_chars=40)
@@ -308,7 +308,7 @@ def busy_writer(home: Path, hold_s: float, turns: int) -> dict:
     hook fires: how long after its release the turn is recallable."""
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     funes_home = Path(os.environ["FUNES_HOME"])
     log_path = funes_home / "logs" / "hooks.log"

@@ -64,7 +64,7 @@ def phases(home: Path) -> dict:
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         started = time.perf_counter()
@@ -102,7 +102,8 @@ def big_run(home: Path) -> dict:
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     started = time.perf_counter()
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:

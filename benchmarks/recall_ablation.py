@@ -47,7 +47,7 @@ def previous_documents(rows: Sequence[dict]) -> dict[str, str]:
     """The documents before this work: the heads (400 characters) of the two chunks
     before a chunk in its session, whatever their type, within 8 turns, then its own
     text three times."""
-    from funes.memory.lexical import _head
+    from funes.memory.documents import _head
 
     out: dict[str, str] = {}
     for session in _sessions(rows).values():
@@ -107,7 +107,7 @@ class DevSet:
         from funes.indexing import embedding_input
         from funes.memory.location import location_for
         from funes.memory.schema import ROW_COLUMNS
-        from funes.memory.store import Memory
+        from funes.memory.reader import Memory
         from funes.retrieval.ranking import block_key
 
         qrels = sc.read_jsonl(corpus / "qrels.jsonl")
@@ -138,9 +138,10 @@ class DevSet:
         (before this work) or ``previous documents`` (old documents, new tokens)."""
         if representation not in self._lexical:
             from funes.memory import lexical
+            from funes.memory.documents import documents_from_rows
 
             rows = list(self.rows.values())
-            documents = lexical.documents_from_rows(rows) if representation == "product" else previous_documents(rows)
+            documents = documents_from_rows(rows) if representation == "product" else previous_documents(rows)
             shipped = lexical.tokenize
             if representation == "previous":
                 lexical.tokenize = previous_tokenize

@@ -81,7 +81,7 @@ def build(target: int) -> None:
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     rng = np.random.default_rng(0)
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:

@@ -1,4 +1,4 @@
-"""Vector index upkeep: what the index that writers now keep (funes.memory.store,
+"""Vector index upkeep: what the index that writers now keep (funes.memory.upkeep,
 ``MemoryWriter.keep_indexes``) costs to build and saves each search, on a memory
 a first index left with most rows still waiting for a vector.
 
@@ -107,7 +107,7 @@ def search_only(funes_home: Path) -> dict:
         "import json, sys, time\n"
         "from funes.embedding import load_embedder\n"
         "from funes.memory.location import local_memory\n"
-        "from funes.memory.store import Memory\n"
+        "from funes.memory.reader import Memory\n"
         "queries = json.loads(sys.argv[1])\n"
         "vectors = load_embedder('cpu').embed(queries)\n"
         "memory = Memory.open(local_memory())\n"

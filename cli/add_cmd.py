@@ -75,7 +75,7 @@ def _first_index(target, binding, yes: bool) -> None:
     from funes.indexing import index_memory
     from funes.memory.location import location_for
     from funes.memory.sql import quote
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.pipelines.records import recorder
 
     location = location_for(None if binding.remote else binding.memory)

@@ -26,7 +26,7 @@ def curate_command(
     from funes.hub.curation import Curation, ProjectSessions
     from funes.hub.repo import parse_remote
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     if project.count("/") != 1 or not all(project.split("/")):
         raise UsageError(f"{project!r}: name the repository as owner/name")

@@ -24,7 +24,8 @@ def forget_command(
     from funes.forgetting import forget, sessions_matching
     from funes.memory.location import location_for
     from funes.memory.sql import sql_in
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
     from funes.retrieval.filters import Filters
 
     filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, until=until)

@@ -233,7 +233,7 @@ class Worker:
         """Index ``batch`` unless another process is writing ``memory``: then its
         label, with no model loaded for it."""
         from funes.memory.location import location_for
-        from funes.memory.store import MemoryWriter
+        from funes.memory.writer import MemoryWriter
 
         location = location_for(memory)
         if MemoryWriter.lock_free(location):

@@ -105,7 +105,7 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
     transcripts could not be read."""
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import IndexReport, index_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
     from funes.pipelines.records import recorder
     from funes.retrieval.status import duration_text
 

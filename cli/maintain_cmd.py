@@ -19,7 +19,8 @@ def maintain_command(
     """Compact fragments, build the scalar and vector indexes, drop old versions, merge BM25 segments."""
     from funes.embedding import IDENTITY
     from funes.memory.location import location_for
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     try:
         keep = timedelta(minutes=keep_versions)

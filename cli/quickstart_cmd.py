@@ -29,7 +29,7 @@ def quickstart_command(
     from funes.config import funes_home
     from funes.discovery import discover
     from funes.memory.location import local_memory, location_for
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.bounds import MAX_K, checked_query
     from funes.retrieval.format import format_recall
     from funes.retrieval.search import Recaller

@@ -33,7 +33,8 @@ def scrub_command(
     from funes.hub.receipts import Removals, receipts_for
     from funes.hub.scrub import scrub
     from funes.memory.location import location_for
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     location = location_for(memory)
     Memory.open(location).require_rows()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from funes.memory.sql import sql_in
-from funes.memory.store import MemoryWriter
+from funes.memory.writer import MemoryWriter
 from funes.traces.model import session_key, split_session_key
 
 

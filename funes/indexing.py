@@ -40,9 +40,10 @@ from funes.chunking import Chunk, ChunkReport, chunk_session
 from funes.discovery import parse_unit
 from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS
 from funes.errors import TraceReadError
-from funes.memory.lexical import TermCounts, session_term_counts
+from funes.memory.documents import session_term_counts
+from funes.memory.tokens import TermCounts
 from funes.memory.location import MemoryLocation
-from funes.memory.store import BACKLOG_PAGE, MemoryWriter
+from funes.memory.writer import BACKLOG_PAGE, MemoryWriter
 from funes.traces import session_key
 from funes.traces.model import ParseWarning, Session, SourceUnit
 

@@ -28,7 +28,7 @@ from funes.indexing import Progress, TextEmbedder, embed_backlog, index_units
 from funes.memory.health import TableDamage, drop_fragments, inspect, manifests, set_aside
 from funes.memory.lexical import MANIFEST, LexicalIndex
 from funes.memory.location import MemoryLocation
-from funes.memory.store import MemoryWriter, writer_lock
+from funes.memory.writer import MemoryWriter, writer_lock
 
 
 @dataclass

@@ -8,7 +8,7 @@ when the head is resolved again)."""
 from __future__ import annotations
 
 from funes.memory.location import MemoryLocation, check_spec, location_for, looks_like_repo_id
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 
 
 def resolve(spec: str | None) -> MemoryLocation:

@@ -14,7 +14,8 @@ MAX_CANDIDATES = 1_000
 MAX_NEIGHBORS = 50  # turns either side previewed per hit
 DEFAULT_K = 8
 # `recall`'s agent format packs its hits into a budget of tokens, counted as characters
-# / 4: near what peers answer with, and far under the 25k tokens Claude Code refuses.
+# / 4: near what peers answer with, and far under the 25k tokens an agent's tool
+# output limit refuses.
 DEFAULT_BUDGET = 1_000
 MIN_BUDGET = 200  # a hit's provenance and a few lines of its text
 MAX_BUDGET = 25_000

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from funes.memory.lexical import tokenize
+from funes.memory.tokens import tokenize
 from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
 from funes.retrieval.passage import ELLIPSIS, answer_window
 from funes.retrieval.search import NEIGHBOR_PREVIEW, Hit, Neighbor, RecallResult

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from funes.chunking import reassemble
 from funes.errors import FunesError, bounded_int
 from funes.memory.sql import quote
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.retrieval.bounds import MAX_SEQ, MAX_WINDOW, RANGE_MAX_CHARS, RANGE_TURNS
 
 ROW_FIELDS = ("seq", "turn_uuid", "role", "ts", "block_idx", "split_idx", "char_start", "block_type",

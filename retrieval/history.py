@@ -15,7 +15,7 @@ from typing import Any
 
 from funes.chunking import reassemble
 from funes.errors import FunesError, bounded_int
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.provenance import decode_commands, decode_files, matches_path
 from funes.retrieval.bounds import MAX_HISTORY_LIMIT
 from funes.retrieval.filters import Filters

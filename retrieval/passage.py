@@ -24,7 +24,8 @@ import re
 from collections.abc import Sequence
 
 from funes.chunking import reassemble
-from funes.memory.lexical import TOKENIZER, call_text, tokenize
+from funes.memory.documents import call_text
+from funes.memory.tokens import TOKENIZER, tokenize
 
 # Characters a hit shows of a block longer than that: two chunks' worth.
 PASSAGE_CHARS = 1200

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from funes.errors import UsageError, bounded_int
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.retrieval.bounds import MAX_NEEDLE_CHARS, MAX_NEEDLES, MAX_SCAN_CONTEXT, MAX_SCAN_LIMIT
 from funes.retrieval.filters import Filters
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from funes.embedding import awaiting_vector_sql
 from funes.errors import positive_number
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import DEFAULT_K, check_counts, checked_query
 from funes.retrieval.filters import Filters

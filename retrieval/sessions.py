@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.retrieval.filters import Filters
 
 COLUMNS = ("session_id", "harness", "workdir", "cwd", "repo", "branch", "ts", "seq", "is_subagent",

@@ -55,7 +55,7 @@ def index_into_local_memory(paths: Iterable[Path]) -> None:
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         units = [unit for path in paths for unit in discover(path)]
@@ -69,7 +69,7 @@ def write_memory(chunks: Sequence, *, identity: dict[str, str] | None = None) ->
     vectors: for tests about what ships, not about what is found."""
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(len(chunks), IDENTITY.dim)).astype(np.float32)
@@ -165,7 +165,7 @@ def everything_stored(folder: Path) -> str:
 def bm25_vocabulary(folder: Path) -> set[str]:
     """Every word of every BM25 segment under ``folder`` (a memory's ``bm25``, or a
     reader's in the Hub cache), each segment read as a recall reads it."""
-    from funes.memory.lexical import Segment
+    from funes.memory.segments import Segment
 
     return {word for segment in folder.iterdir() if segment.is_dir() for word in Segment.load(segment).vocab}
 

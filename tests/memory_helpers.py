@@ -75,7 +75,7 @@ def build_memory(home: Path, funes_home: Path) -> None:
     from funes.embedding import IDENTITY, load_embedder
     from funes.indexing import embed_backlog, index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     with environment(HOME=str(home), FUNES_HOME=str(funes_home)):
         with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:

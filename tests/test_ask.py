@@ -84,7 +84,7 @@ def test_zero_passages_fail_before_any_agent_runs(isolated_env, standins, tmp_pa
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import location_for
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     folder = tmp_path / "text-only"
     transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"

@@ -128,7 +128,7 @@ def test_a_new_memory_stores_int8_vectors_for_text_and_tool_results(memory_home)
     text and of tool results with the int8 model; queries stay fp32."""
     from funes.embedding import INT8_TIERS, OnnxEmbedder
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     assert Memory.open(local_memory()).int8_tiers == INT8_TIERS == (1, 3)
     fp32, int8 = OnnxEmbedder(), OnnxEmbedder(precision="int8")

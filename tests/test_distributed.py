@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 SESSIONS, PER_RUN, WORKERS = 24, 6, 2
 def _rows(uri):
     from funes.memory.location import location_for
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     table = Memory.open(location_for(uri)).scan(["id", "text", "session_id", "vector"])
     return {row["id"]: row for row in table.to_pylist()}

@@ -171,7 +171,7 @@ def test_paths_are_stored_relative_to_the_checkout_and_found_by_local_paths(isol
     transcript = _claude_session(isolated_env / ".claude" / "projects" / "-work-tool", checkout / "src", source)
     ok("index", str(transcript), "--yes")
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     rows = Memory.open(local_memory()).scan(["turn_uuid", "block_type", "files", "commands", "exit_code"])
     by_turn = {}
@@ -201,7 +201,7 @@ def test_a_memory_written_before_the_provenance_columns_opens_and_is_migrated(me
 
     from funes.memory.location import local_memory
     from funes.memory.schema import PROVENANCE_COLUMNS
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     location = local_memory()
     dataset = lance.dataset(location.table_uri)

@@ -292,7 +292,7 @@ def test_a_turn_handed_over_while_another_process_writes_lands_once_it_is_free(m
     takes the turns spooled meanwhile too, and indexes them once the lock is free."""
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     first, second = token(), token()
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim):
@@ -320,7 +320,7 @@ def test_a_memory_busy_past_the_bound_leaves_its_requests_spooled(memory_home, m
     from funes.embedding import IDENTITY
     from funes.hook import request_from, spool
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     monkeypatch.setattr(hook_worker, "WRITER_WAIT_S", 1.0)
     spool(request_from(["claude"], json.dumps(claude_turn(memory_home, token())).encode()))

@@ -157,7 +157,7 @@ def test_a_tool_call_the_tier_policy_leaves_to_bm25_is_pushed_without_a_vector(h
     from funes.embedding import DENSE_TIERS, IDENTITY
     from funes.hub.push import push
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     said = chunk("s-tiers", 0, "run the migration tests")
     call = chunk("s-tiers", 1, '{"command":"pytest tests/migrations"}', block_type="tool_use", tool_name="Bash",
@@ -176,7 +176,7 @@ def test_blocks_awaiting_vectors_stay_local_until_embedded(hub_server, repo_id):
     from funes.embedding import IDENTITY
     from funes.hub.push import push
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     embedded = [chunk("s-vectors", turn, f"embedded turn {turn}") for turn in range(2)]
     long_block = [chunk("s-vectors", 2, "first half", split_idx=0), chunk("s-vectors", 2, "second half", split_idx=1,
@@ -292,7 +292,7 @@ SECRETS = generate_secrets(seed=11)
 
 
 def test_secrets_in_a_transcript_are_in_no_byte_of_the_memory_or_the_hub(hub_server, repo_id, tmp_path):
-    from funes.memory.lexical import tokenize
+    from funes.memory.tokens import tokenize
 
     index_into_local_memory([secret_transcript(tmp_path / "t" / "secrets.jsonl", SECRETS, clean_turns=2)])
     result = funes("push", repo_id, "--yes")

@@ -87,7 +87,7 @@ def remote_status(*flags: str) -> dict:
 @pytest.mark.slow
 def test_scrub_then_push_replaces_a_pushed_secret_on_the_remote_and_for_its_readers(leaked, hub_server, repo_id,
                                                                                     tmp_path):
-    from funes.memory.lexical import tokenize
+    from funes.memory.tokens import tokenize
 
     assert secrets_in(head_text(hub_server, repo_id))  # the secrets did reach the Hub
     warm = tmp_path / "warm-reader"

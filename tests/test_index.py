@@ -178,7 +178,7 @@ def test_status_shows_the_backlog_by_tier_and_the_time_left_at_the_measured_rate
     from funes.embedding import load_embedder
     from funes.indexing import IndexReport, embed_backlog, index_memory, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from hub_helpers import write_claude_session
 
     turns = 300
@@ -220,7 +220,7 @@ def test_a_recall_before_any_vector_answers_by_keyword_without_exporting_the_mod
     from funes.embedding import load_embedder
     from funes.indexing import embed_backlog, index_memory, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.search import Recaller
     from hub_helpers import write_claude_session
 

@@ -18,7 +18,8 @@ def _index(units, funes_home: Path, workers: int):
     from funes.embedding import IDENTITY
     from funes.indexing import index_units
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     os.environ["FUNES_HOME"] = str(funes_home)
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
@@ -99,7 +100,7 @@ INDEX_IN_WORKERS = textwrap.dedent("""
     from funes.discovery import discover
     from funes.embedding import IDENTITY
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
     indexing.POOL_BYTES_PER_WORKER = 1
     with MemoryWriter.open(local_memory(), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         units = discover()
@@ -120,7 +121,7 @@ def _children(pid: int) -> set[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_killed_index_leaves_no_worker_and_the_rerun_completes_it(isolated_env):
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     make_agent_home(isolated_env)
     process = subprocess.Popen([sys.executable, "-c", INDEX_IN_WORKERS], stdout=subprocess.DEVNULL,
@@ -160,7 +161,8 @@ def _indexed_terms(index) -> dict[str, tuple[int, dict[str, float]]]:
 
 def _table_terms(memory) -> dict[str, tuple[int, dict[str, float]]]:
     """The same, for every row, from the documents the whole table gives (a rebuild's)."""
-    from funes.memory.lexical import DOCUMENT_COLUMNS, count_terms, documents_from_rows
+    from funes.memory.documents import DOCUMENT_COLUMNS, documents_from_rows
+    from funes.memory.tokens import count_terms
 
     documents = documents_from_rows(memory.scan(list(DOCUMENT_COLUMNS)).to_pylist())
     counts = count_terms(list(documents), list(documents.values()))
@@ -177,13 +179,13 @@ def test_workers_count_new_sessions_terms_and_the_writer_the_grown_ones(isolated
     Either way each chunk is indexed with the terms a rebuild from the table gives it."""
     from funes import indexing
     from funes.discovery import discover
-    from funes.memory import lexical
+    from funes.memory import documents
 
     make_agent_home(isolated_env)
     monkeypatch.setattr(indexing, "POOL_BYTES_PER_WORKER", 1)  # every unit set pays for a pool here
     built: list[str] = []  # the documents this process built (spawned workers are not patched)
-    real_document = lexical.document
-    monkeypatch.setattr(lexical, "document", lambda text, *a, **k: built.append(text) or real_document(text, *a, **k))
+    real_document = documents.document
+    monkeypatch.setattr(documents, "document", lambda text, *a, **k: built.append(text) or real_document(text, *a, **k))
     units = discover()
     report, _, memory = _index(units, isolated_env / "fh", workers=2)
     assert report.workers == 2 and report.chunks_added > 100
@@ -201,7 +203,7 @@ def test_a_run_that_finds_nothing_changed_reads_no_ids(isolated_env, monkeypatch
     """Which sessions the table holds (to hand new ones out for counting) is read
     only when some unit changed: a run with nothing to do does not scan the table."""
     from funes.discovery import discover
-    from funes.memory.store import MemoryWriter
+    from funes.memory.writer import MemoryWriter
 
     make_agent_home(isolated_env)
     units = discover()

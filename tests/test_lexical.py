@@ -118,10 +118,10 @@ def test_a_merge_reads_mapped_segments_from_their_files_and_gets_the_same_segmen
     first index of 1M chunks), and makes the segment it made from arrays in memory."""
     from dataclasses import replace
 
-    from funes.memory import lexical
-    from funes.memory.lexical import Segment
+    from funes.memory import segments
+    from funes.memory.segments import Segment
 
-    monkeypatch.setattr(lexical, "SCORE_BLOCK", 97)  # blocks that start and end mid-column
+    monkeypatch.setattr(segments, "SCORE_BLOCK", 97)  # blocks that start and end mid-column
     ids, texts = _corpus(360)
     index = LexicalIndex.open(tmp_path)
     for start, end in ((0, 300), (300, 360)):  # under a quarter of the first: left unmerged
@@ -205,7 +205,11 @@ def test_a_segment_scores_every_document_as_bm25s_does(tmp_path):
     neighbour, and one with no token at all."""
     import bm25s
 
-    from funes.memory.lexical import BM25_PARAMS, Segment, document, tokenize
+    from funes.memory.documents import document
+
+    from funes.memory.segments import BM25_PARAMS, Segment
+
+    from funes.memory.tokens import tokenize
 
     ids, texts = _corpus(500, seed=3)
     rng = random.Random(7)
@@ -233,10 +237,10 @@ def test_a_merge_scores_as_a_build_over_the_same_documents(tmp_path, monkeypatch
     """Merging reads no text: from the segments' term counts and lengths it makes,
     score for score, the segment a build over the kept documents makes (a repeated
     id once, a dropped one gone with the terms only it held), blocks of any size."""
-    from funes.memory import lexical
-    from funes.memory.lexical import Segment
+    from funes.memory import segments
+    from funes.memory.segments import Segment
 
-    monkeypatch.setattr(lexical, "SCORE_BLOCK", 97)
+    monkeypatch.setattr(segments, "SCORE_BLOCK", 97)
     ids, texts = _corpus(700, seed=5)
     texts = [t + f" only{i}" if i % 50 == 0 else t for i, t in enumerate(texts)]
     texts[3] = ""
@@ -273,7 +277,8 @@ def test_documents_counted_elsewhere_build_the_segment_their_texts_build():
     the sessions it chunks) is the one their texts build, score for score, in the
     order the ids give: counts over other vocabularies united, documents no id names
     left out (with the terms only they held), an id two parts hold taken once."""
-    from funes.memory.lexical import Segment, count_terms
+    from funes.memory.segments import Segment
+    from funes.memory.tokens import count_terms
 
     ids, texts = _corpus(500, seed=11)
     texts = [t + f" only{i}" if i % 40 == 0 else t for i, t in enumerate(texts)]
@@ -308,7 +313,7 @@ def test_a_saved_vocabulary_finds_each_of_its_terms_and_nothing_else(tmp_path):
     """Terms are looked up by bisection over their sorted UTF-8 bytes: prefixes of
     one another, non-ASCII, bm25s's empty token and words that sort before, between
     and after all of them."""
-    from funes.memory.lexical import Vocabulary
+    from funes.memory.segments import Vocabulary
 
     vocab = {"": 9, "ab": 0, "a": 3, "abc": 1, "b": 8, "zz": 2, "ĉefo": 4, "日本語": 5, "naïve": 6, "z": 7}
     Vocabulary.of(vocab).save(tmp_path)
@@ -323,7 +328,7 @@ def test_segments_saved_with_a_json_vocabulary_are_read_then_saved_sorted_at_the
     """A memory indexed before vocabularies were saved sorted is read as it is; the
     next writer's commit saves its segments again (arrays linked, vocabulary sorted)
     under new names, and a reader that had opened the old ones still searches them."""
-    from funes.memory.lexical import Vocabulary
+    from funes.memory.segments import Vocabulary
 
     ids, texts = _corpus(120)
     index = LexicalIndex.open(tmp_path)

@@ -9,9 +9,11 @@ import json
 import pytest
 
 from funes.chunking import Chunk, chunk_id
-from funes.memory.lexical import DOCUMENT, DOCUMENT_COLUMNS, call_text, document, documents_from_rows, tokenize
+from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, call_text, document, documents_from_rows
+from funes.memory.tokens import tokenize
 from funes.memory.location import location_for
-from funes.memory.store import Memory, MemoryWriter
+from funes.memory.reader import Memory
+from funes.memory.writer import MemoryWriter
 
 IDENTITY = {"funes.embedding.model_id": "test/model", "funes.embedding.revision": "r1", "funes.embedding.dim": "4"}
 
@@ -169,7 +171,7 @@ def test_documents_for_a_few_ids_read_only_their_sessions_recent_turns(tmp_path)
         seen_filters.append(where)
         return memory.scan(columns, where)
 
-    from funes.memory.store import lexical_documents
+    from funes.memory.reader import lexical_documents
 
     docs = lexical_documents(scan, wanted + ["0000000000000000"], memory.count())
     assert docs == {i: everything[i] for i in wanted}
@@ -217,9 +219,9 @@ def test_sync_streams_pages_of_whole_sessions(tmp_path, monkeypatch):
     """Rows stored without their segment (a crash, an older funes) are indexed a
     page of sessions at a time, never by reading the whole table's text, and rank
     as a rebuild ranks them."""
-    from funes.memory import store
+    from funes.memory import writer as memory_writer
 
-    monkeypatch.setattr(store, "LEXICAL_PAGE", 10)
+    monkeypatch.setattr(memory_writer, "LEXICAL_PAGE", 10)
     location, whole = location_for(str(tmp_path / "m")), location_for(str(tmp_path / "whole"))
     chunks = [_chunk(f"s{n}", seq, f"{CONVERSATION[seq % 6]} session {n}") for n in range(8) for seq in range(6)]
     with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
@@ -248,7 +250,7 @@ def test_the_counts_a_worker_makes_from_document_pieces_are_the_joined_documents
     a split call that is not JSON, repeated and empty lines, empty text."""
     from collections import Counter
 
-    from funes.memory.lexical import session_term_counts
+    from funes.memory.documents import session_term_counts
 
     call = json.dumps({"command": "pytest -q tests/test_upload.py", "timeout": 120})
     rows = [_row("s", 0, "Why does upload_retries fail?\n\nWhy does upload_retries fail?"),

@@ -7,7 +7,7 @@ import pytest
 from memory_helpers import LONG_SESSION
 
 from funes.chunking import split_text
-from funes.memory.lexical import call_text
+from funes.memory.documents import call_text
 from funes.retrieval.passage import PASSAGE_CHARS, passage, readable_call
 
 

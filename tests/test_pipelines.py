@@ -44,14 +44,14 @@ def _index_job():
 
 def _row_count():
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     return Memory.open(local_memory()).scan(["id"]).num_rows
 
 
 def _stored_session_ids():
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     return set(Memory.open(local_memory()).scan(["session_id"]).column("session_id").to_pylist())
 
@@ -117,7 +117,7 @@ def test_a_backfill_of_many_sessions_runs_as_one_run(agent_home, instance):
     assert instance.get_materialized_partitions(dg.AssetKey("memory_chunks")) == set(ordered)
     # Each partition carries its own session's figures, not the run's totals.
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     table = Memory.open(local_memory()).scan(["harness", "session_id"])
     per_session = Counter(f"{h}--{s}" for h, s in zip(table.column("harness").to_pylist(),
@@ -157,7 +157,7 @@ def test_an_unredacted_secret_blocks_the_write(agent_home, instance, monkeypatch
 
 def _rows(uri):
     from funes.memory.location import location_for
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     table = Memory.open(location_for(uri)).scan(["id", "text", "block_type", "vector"])
     return {row["id"]: row for row in table.to_pylist()}
@@ -260,7 +260,8 @@ def test_cli_work_is_recorded_as_runless_events_with_each_sessions_report(agent_
     from funes.cli.index_cmd import run_index
     from funes.discovery import discover
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory, MemoryWriter
+    from funes.memory.reader import Memory
+    from funes.memory.writer import MemoryWriter
 
     dagster_home = tmp_path / "their-dagster"
     dagster_home.mkdir()
@@ -318,7 +319,7 @@ def test_dense_backfill_and_maintenance_run_and_a_model_mismatch_blocks_the_chai
     from funes.cli.index_cmd import run_index
     from funes.discovery import discover
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     units = [u for u in discover() if u.key == "claude_code--claude_session"]
     assert run_index(local_memory(), units, budget_s=0)  # lexical only: everything pending

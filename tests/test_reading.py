@@ -23,7 +23,7 @@ def ok(*args: str) -> str:
 
 def rows(*columns: str) -> list[dict]:
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     return Memory.open(local_memory()).scan(columns).to_pylist()
 
@@ -49,7 +49,7 @@ def test_a_session_alone_reads_its_first_twenty_turns_and_says_where_to_continue
 
 def test_a_range_is_cut_near_its_character_cap_and_continues_where_it_stopped(memory_home):
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.get import format_window, turn_range
 
     memory = Memory.open(local_memory())

@@ -96,7 +96,7 @@ def test_a_repo_filter_matches_the_checkout_remote(memory_home, tmp_path):
 def test_get_reassembles_a_split_block_byte_for_byte(memory_home):
     from funes.discovery import discover, parse_unit
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     memory = Memory.open(local_memory())
     split = memory.scan(["turn_uuid", "block_idx"], f"session_id = '{LONG_SESSION}' AND split_idx = 2")

@@ -39,7 +39,7 @@ def _memory_with_a_backlog(*, policy_tier: int = 1, block_type: str = "text", to
 
 def _recall():
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.search import Recaller
 
     # Every row is a hit (k 8), so the hits show the whole dense list.
@@ -88,7 +88,7 @@ def test_a_memory_knows_from_its_saved_counts_when_nothing_awaits_a_vector():
     from funes.embedding import load_embedder
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     with open_writer(local_memory()) as writer:
         writer.add_chunks([chunk("s-1", n, text) for n, text in enumerate(UNRELATED)])

@@ -18,7 +18,7 @@ def _chunks(session: str, count: int, *, tier: int = 1, harness: str = "claude_c
 
 
 def _fresh_count(location):
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     return Memory.open(location)._count()
 
@@ -31,7 +31,7 @@ def test_counts_are_read_back_for_the_same_rows_and_kept_through_appends(isolate
 
     from funes.indexing import open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     location = local_memory()
     calls = []
@@ -67,9 +67,9 @@ def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, mon
     for each page (text lengths in characters, not bytes), equal to counting again."""
     from funes import indexing
     from funes.indexing import embed_backlog, open_writer
-    from funes.memory import store
+    from funes.memory import upkeep
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     monkeypatch.setattr(indexing, "BACKLOG_PAGE", 16)
     location = local_memory()
@@ -87,7 +87,7 @@ def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, mon
     calls = []
     real_count = Memory._count
     monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
-    monkeypatch.setattr(store, "INDEX_REFRESH_ROWS", 16)  # the vector index's kind looked at every page
+    monkeypatch.setattr(upkeep, "INDEX_REFRESH_ROWS", 16)  # the vector index's kind looked at every page
     with open_writer(location) as writer:
         filters = []
         real_count_rows = writer.table.count_rows
@@ -105,9 +105,9 @@ def test_the_backlog_keeps_the_saved_counts_exact_page_by_page(isolated_env, mon
 
 def test_an_index_build_keeps_the_counts_a_tier_policy_change_does_not(isolated_env, monkeypatch):
     from funes.indexing import open_writer
-    from funes.memory import store
+    from funes.memory import upkeep
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     location = local_memory()
     with open_writer(location) as writer:
@@ -116,7 +116,7 @@ def test_an_index_build_keeps_the_counts_a_tier_policy_change_does_not(isolated_
     calls = []
     real_count = Memory._count
     monkeypatch.setattr(Memory, "_count", lambda self: calls.append(1) or real_count(self))
-    monkeypatch.setattr(store, "INDEX_REFRESH_ROWS", 20)
+    monkeypatch.setattr(upkeep, "INDEX_REFRESH_ROWS", 20)
     with open_writer(location) as writer:
         assert "built BTREE" in (writer.keep_indexes() or "")  # a commit of indexes only
     after = Memory.open(location).stats()
@@ -131,7 +131,7 @@ def test_counts_saved_for_other_rows_or_unreadable_are_never_used(isolated_env):
     from funes.indexing import open_writer
     from funes.memory.location import local_memory
     from funes.memory.stats import STATS_FOLDER
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     location = local_memory()
     with open_writer(location) as writer:
@@ -156,7 +156,7 @@ def test_counts_saved_before_a_data_file_was_damaged_in_place_are_not_served(iso
 
     from funes.indexing import open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     location = local_memory()
     with open_writer(location) as writer:

@@ -28,11 +28,11 @@ class HashEmbedder(Embedder):
 
 @pytest.fixture
 def small_thresholds(monkeypatch):
-    from funes.memory import store
+    from funes.memory import upkeep
 
-    monkeypatch.setattr(store, "EXACT_INDEX_MIN_ROWS", 300)
-    monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 1500)
-    monkeypatch.setattr(store, "INDEX_REFRESH_ROWS", 100)
+    monkeypatch.setattr(upkeep, "EXACT_INDEX_MIN_ROWS", 300)
+    monkeypatch.setattr(upkeep, "VECTOR_INDEX_MIN_ROWS", 1500)
+    monkeypatch.setattr(upkeep, "INDEX_REFRESH_ROWS", 100)
 
 
 def _chunks(session: str, count: int, start: int = 0) -> list:
@@ -55,7 +55,7 @@ def _embedded(memory) -> tuple[list[str], np.ndarray]:
 def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isolated_env, small_thresholds):
     from funes.indexing import embed_backlog, index_units, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     memory_dir = isolated_env / ".funes" / "memory"
     with open_writer(local_memory()) as writer:
@@ -111,17 +111,17 @@ def test_a_page_folds_the_btrees_back_before_the_vector_index_is_built(isolated_
     no recall reads those fragments' ids flat."""
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import MemoryWriter
+    from funes.memory.upkeep import IndexUpkeep
 
     uncovered_while_building = []
-    build = MemoryWriter._build_vector_index
+    build = IndexUpkeep.build_vector_index
 
-    def spied(writer, embedded):
-        uncovered_while_building.append({s.columns: s.uncovered_rows for s in writer._index_states()
+    def spied(upkeep, embedded):
+        uncovered_while_building.append({s.columns: s.uncovered_rows for s in upkeep.index_states()
                                          if s.columns != ("vector",)})
-        return build(writer, embedded)
+        return build(upkeep, embedded)
 
-    monkeypatch.setattr(MemoryWriter, "_build_vector_index", spied)
+    monkeypatch.setattr(IndexUpkeep, "build_vector_index", spied)
     with open_writer(local_memory()) as writer:
         for day in range(1, 7):  # fragments of a session each, the pages' rows among all of them
             writer.add_chunks([chunk(f"s-day-{day}", turn, f"day {day} turn {turn}: the upload retried",
@@ -148,11 +148,11 @@ def test_an_ivf_pq_keeps_its_partition_size_as_vectors_grow(isolated_env, small_
     40k vectors became 2 at the first refresh).  An IVF_PQ an older funes built
     without one is rebuilt, by the backlog and by `funes maintain`, once."""
     from funes.indexing import embed_backlog, open_writer
-    from funes.memory import store
+    from funes.memory import upkeep
     from funes.memory.location import MemoryLocation, local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
-    monkeypatch.setattr(store, "IVF_PARTITION_ROWS", 64)
+    monkeypatch.setattr(upkeep, "IVF_PARTITION_ROWS", 64)
     memory_dir = isolated_env / ".funes" / "memory"
     with open_writer(local_memory()) as writer:
         for day in range(1, 19):  # a session a day, each its own fragment: a page gives vectors to a few
@@ -190,7 +190,7 @@ def test_an_ivf_pq_keeps_its_partition_size_as_vectors_grow(isolated_env, small_
 
 
 def _state(writer, column: str):
-    return next(state for state in writer._index_states() if state.columns == (column,))
+    return next(state for state in writer.upkeep.index_states() if state.columns == (column,))
 
 
 def test_rows_outside_the_indexes_are_folded_in_once_enough_gather(isolated_env, small_thresholds, monkeypatch):
@@ -234,7 +234,7 @@ def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, s
     `funes maintain` did), and the reads answer the same rows with it as without."""
     from funes.indexing import open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     def reads() -> tuple:
         memory = Memory.open(local_memory())
@@ -251,10 +251,10 @@ def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, s
         unindexed = reads()
         writer.add_chunks(_chunks("s-it's", 80))
         assert writer.keep_indexes() == "built BTREE on id, built BTREE on session_id"
-        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {("id",): 0, ("session_id",): 0}
+        assert {s.columns: s.uncovered_rows for s in writer.upkeep.index_states()} == {("id",): 0, ("session_id",): 0}
         writer.add_chunks(_chunks("s-one", 120, start=60))  # new rows, outside both until folded in
         assert writer.keep_indexes() == "refreshed"
-        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {("id",): 0, ("session_id",): 0}
+        assert {s.columns: s.uncovered_rows for s in writer.upkeep.index_states()} == {("id",): 0, ("session_id",): 0}
 
     spans, quoted, by_id = reads()
     assert spans["s-one"] == unindexed[0]["s-one"] == [(t, f"s-one turn {t}: the upload retried {t * 7 % 13} times")
@@ -284,11 +284,11 @@ def test_ctrl_c_while_embedding_folds_the_rows_it_moved_back_into_the_indexes(is
             writer.add_chunks(_chunks(f"s-{n}", 300))
         embed_backlog(writer, HashEmbedder(), limit=400)
         assert writer.keep_indexes() is None
-        assert {s.columns: s.uncovered_rows for s in writer._index_states()}[("vector",)] == 0
+        assert {s.columns: s.uncovered_rows for s in writer.upkeep.index_states()}[("vector",)] == 0
         with pytest.raises(KeyboardInterrupt):
             embed_backlog(writer, InterruptedEmbedder())
         assert writer.pending_count() == 1200 - 400 - 3 * EMBED_STEP  # what was stored stays
-        assert {s.columns: s.uncovered_rows for s in writer._index_states()} == {
+        assert {s.columns: s.uncovered_rows for s in writer.upkeep.index_states()} == {
             ("id",): 0, ("session_id",): 0, ("vector",): 0}
 
 
@@ -311,7 +311,7 @@ def test_a_page_of_vectors_is_stored_at_once_and_stopping_stores_what_was_embedd
             self.uncovered: list[int] = []
 
         def embed(self, texts: list[str]) -> np.ndarray:
-            self.uncovered.append(max(state.uncovered_rows for state in writer._index_states()))
+            self.uncovered.append(max(state.uncovered_rows for state in writer.upkeep.index_states()))
             return super().embed(texts)
 
     with open_writer(local_memory()) as writer:
@@ -341,15 +341,15 @@ def test_a_writer_caches_a_bounded_amount_however_many_pages_it_folds(isolated_e
     bounded."""
     from funes import indexing
     from funes.indexing import embed_backlog, open_writer
-    from funes.memory import store
+    from funes.memory import writer as memory_writer
     from funes.memory.location import local_memory
 
-    monkeypatch.setattr(store, "WRITER_INDEX_CACHE_BYTES", 1 << 20)
-    monkeypatch.setattr(store, "WRITER_METADATA_CACHE_BYTES", 1 << 20)
+    monkeypatch.setattr(memory_writer, "WRITER_INDEX_CACHE_BYTES", 1 << 20)
+    monkeypatch.setattr(memory_writer, "WRITER_METADATA_CACHE_BYTES", 1 << 20)
     monkeypatch.setattr(indexing, "BACKLOG_PAGE", 200)
     sessions = []
-    real_session = store._writer_session
-    monkeypatch.setattr(store, "_writer_session", lambda: sessions.append(real_session()) or sessions[-1])
+    real_session = memory_writer._writer_session
+    monkeypatch.setattr(memory_writer, "_writer_session", lambda: sessions.append(real_session()) or sessions[-1])
     with open_writer(local_memory()) as writer:
         for n in range(6):
             writer.add_chunks(_chunks(f"s-{n}", 500))
@@ -362,7 +362,7 @@ def test_a_writer_that_embedded_its_backlog_still_stores_nothing_twice(isolated_
     it are still checked against every stored id."""
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     with open_writer(local_memory()) as writer:
         writer.add_chunks(_chunks("s-grown", 30))
@@ -383,10 +383,10 @@ def test_the_fragments_a_hook_leaves_each_turn_are_compacted_as_they_gather(isol
 
     from funes.discovery import discover
     from funes.indexing import index_memory
-    from funes.memory import store
+    from funes.memory import upkeep
     from funes.memory.location import local_memory
     from funes.memory.stats import load_stats, table_state
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
     from funes.retrieval.search import Recaller
     from hub_helpers import write_claude_session
 
@@ -409,11 +409,11 @@ def test_the_fragments_a_hook_leaves_each_turn_are_compacted_as_they_gather(isol
         hits = Recaller.open(memory, rerank=False, embedder=HashEmbedder()).recall("upload retried jitter", k=5).hits
         return sorted((r["id"], r["text"], tuple(r["vector"])) for r in rows), [(h.id, h.score) for h in hits]
 
-    monkeypatch.setattr(store, "COMPACT_SMALL_FRAGMENTS", 1000)
+    monkeypatch.setattr(upkeep, "COMPACT_SMALL_FRAGMENTS", 1000)
     assert hooked("uncompacted", 16) == list(range(1, 17))  # a fragment a turn
     reference = seen()
 
-    monkeypatch.setattr(store, "COMPACT_SMALL_FRAGMENTS", 6)
+    monkeypatch.setattr(upkeep, "COMPACT_SMALL_FRAGMENTS", 6)
     counts = hooked("compacted", 16)
     # The sixth turn's write compacted all six; the compacted fragment is small too, so
     # five more turns' fragments join it (the last write compacts: what is read below).

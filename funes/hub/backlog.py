@@ -12,7 +12,7 @@ from funes.hub.receipts import Receipt, Removals, receipts_for
 from funes.hub.repo import URI_PREFIX, HubRemote
 
 if TYPE_CHECKING:
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
 
 def push_backlog(memory: Memory, *, check_remotes: bool = False) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from funes.errors import UsageError
 from funes.files import write_atomically
 from funes.hub.repo import HubRemote
 from funes.memory.schema import META_PREFIX
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 
 PROJECT_KEY = f"{META_PREFIX}project"
 SESSION_COLUMNS = ("id", "session_id", "repo", "parent_session_id", "is_subagent")

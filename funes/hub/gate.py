@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from funes.chunking import reassemble
 from funes.embedding import awaiting_vector_sql
 from funes.memory.sql import sql_in
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.redaction import rule_label, scan_for_egress
 
 BlockKey = tuple[str, str, int]  # (session_id, turn_uuid, block_idx)

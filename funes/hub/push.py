@@ -54,7 +54,7 @@ from funes.hub.repo import CARD_PATH, TABLE_DIR, URI_PREFIX, HeadMoved, HubRemot
 from funes.hub.snapshot import VERSION_HINT, VERSIONS_DIR, Snapshot, fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
 from funes.memory.schema import META_PREFIX, SCHEMA_VERSION, missing_fields
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 
 MAX_ATTEMPTS = 8
 # The columns `funes scrub` rewrites: a remote row differing from the local one in any

@@ -46,7 +46,7 @@ from funes.memory.location import MemoryLocation
 from funes.traces.model import split_session_key
 
 if TYPE_CHECKING:
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
 
 HEAD_TTL_ENV = "FUNES_HUB_HEAD_TTL"
@@ -104,7 +104,7 @@ def split_tag(spec: str) -> tuple[str, str | None]:
 def hub_location(spec: str) -> HubSnapshotLocation:
     """The memory ``spec`` (``org/repo``, ``hf://datasets/…``, either with ``@<tag>``)
     names, materialised."""
-    from funes.memory.store import Memory
+    from funes.memory.reader import Memory
 
     base, tag = split_tag(spec)
     remote = parse_remote(base)
@@ -204,7 +204,7 @@ def _check_model(memory: Memory) -> None:
     one line (its owner re-publishes; nothing local can fix it)."""
     from funes.embedding import IDENTITY
     from funes.memory.schema import META_PREFIX
-    from funes.memory.store import IDENTITY_KEYS
+    from funes.memory.reader import IDENTITY_KEYS
 
     have, want = memory.identity, IDENTITY.to_metadata()
     if any(have[key] != want[f"{META_PREFIX}embedding.{key}"] for key in IDENTITY_KEYS):

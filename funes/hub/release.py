@@ -32,7 +32,7 @@ from funes.hub.push import PushReport, push
 from funes.hub.repo import HubRepo, RepoState, parse_remote
 from funes.hub.snapshot import fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
-from funes.memory.store import Memory
+from funes.memory.reader import Memory
 from funes.provenance import checkout_root
 
 

@@ -33,7 +33,7 @@ from funes.hub.gate import block_text
 from funes.indexing import TextEmbedder, embedding_input
 from funes.memory.schema import ROW_COLUMNS
 from funes.memory.sql import quote
-from funes.memory.store import MemoryWriter
+from funes.memory.writer import MemoryWriter
 from funes.redaction import redact_many, rule_label
 
 # Provenance every split of a block shares, copied from its first split.
