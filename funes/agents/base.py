@@ -145,3 +145,22 @@ class Agent(ABC):
         """How funes is installed in this agent (MCP server, hooks, skill), or
         None when funes only reads it."""
         return None
+
+
+class SessionIdHookAgent(Agent):
+    """An agent whose hook payload names its session by id, not by transcript
+    file: the session is looked up by id under the roots the hook's environment
+    names, and hook requests of one session in one home are indexed once."""
+
+    def hook_units(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> list[SourceUnit]:
+        session_id = payload.get("session_id")
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"the {self.label} payload names no session_id")
+        units = [unit for root in self.roots(env) if root.exists()
+                 for unit in self.discover(root) if unit.session_id == session_id]
+        if not units:
+            raise ValueError(f"no {self.label} session {session_id!r} under {', '.join(map(str, self.roots(env)))}")
+        return units[:1]
+
+    def hook_session(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+        return f"{self.home(env)}:{payload.get('session_id')}"

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from funes.agents.base import Agent
-from funes.traces.model import SourceUnit
+from funes.agents.base import SessionIdHookAgent
 
 if TYPE_CHECKING:
     from funes.wiring import Wiring
@@ -19,7 +18,7 @@ DB_NAME = "sessions.db"
 ROOT_ENV = "GOOSE_PATH_ROOT"  # moves every Goose folder: <root>/data, <root>/config
 
 
-class Goose(Agent):
+class Goose(SessionIdHookAgent):
     name = "goose"
     harness = "goose"
     label = "Goose"
@@ -49,21 +48,6 @@ class Goose(Agent):
         # A legacy session file opens with its metadata: working_dir, description, message_count.
         return 2 if first_record is not None and {"working_dir", "description", "message_count"} <= set(first_record) \
             else 0
-
-    def hook_units(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> list[SourceUnit]:
-        """Goose's hook payload names the session, not a file: it is looked up by id
-        in the data folder the hook's environment names."""
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError("the Goose payload names no session_id")
-        units = [unit for root in self.roots(env) if root.exists()
-                 for unit in self.discover(root) if unit.session_id == session_id]
-        if not units:
-            raise ValueError(f"no Goose session {session_id!r} under {', '.join(map(str, self.roots(env)))}")
-        return units[:1]
-
-    def hook_session(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
-        return f"{self.home(env)}:{payload.get('session_id')}"
 
     def wiring(self) -> Wiring:
         from funes.agents.goose.wiring import GooseWiring

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from funes.agents.base import Agent
-from funes.traces.model import SourceUnit
+from funes.agents.base import SessionIdHookAgent
 
 if TYPE_CHECKING:
     from funes.wiring import Wiring
@@ -25,7 +24,7 @@ def is_database_name(name: str) -> bool:
     return name == DB_NAME or (name.startswith("opencode-") and name.endswith(".db"))
 
 
-class OpenCode(Agent):
+class OpenCode(SessionIdHookAgent):
     name = "opencode"
     harness = "opencode"
     label = "OpenCode"
@@ -60,21 +59,6 @@ class OpenCode(Agent):
         if "/opencode/storage/" in path.as_posix().rstrip("/") + "/":
             return 2
         return super().claims_location(path)
-
-    def hook_units(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> list[SourceUnit]:
-        """OpenCode's plugin sends the session id, no transcript: the session is
-        looked up by id in the data folder the hook's environment names."""
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError("the OpenCode payload names no session_id")
-        units = [unit for root in self.roots(env) if root.exists()
-                 for unit in self.discover(root) if unit.session_id == session_id]
-        if not units:
-            raise ValueError(f"no OpenCode session {session_id!r} under {', '.join(map(str, self.roots(env)))}")
-        return units[:1]
-
-    def hook_session(self, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
-        return f"{self.home(env)}:{payload.get('session_id')}"
 
     def wiring(self) -> Wiring:
         from funes.agents.opencode.wiring import OpenCodeWiring
