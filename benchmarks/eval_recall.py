@@ -25,9 +25,10 @@ For each, this
    added in turn, and alternatives to the shipped one), and cross-validates the
    ranking weights: leave one coding session / LoCoMo conversation out, choose
    on the rest, score the held-out one;
-5. measures evidence per token: in process with `funes recall`'s defaults, the
-   share of questions whose gold text is within the first 1,000 and 2,000 tokens
-   (characters / 4) of the agent-format output, and its mean size;
+5. measures evidence per token: in process with `funes recall`'s defaults and
+   each variant's fusion, the share of questions whose gold text is within the
+   first 1,000 and 2,000 tokens (characters / 4) of the agent-format output, and
+   its mean size (BENCHMARKS.md, "What vectors earn");
 6. times warm in-process recall on the built memory (p50/p95), and optionally
    (``--scale N``) on a memory of N chunks made by replicating the LoCoMo corpus;
 7. prints the tables and, with ``--write``, replaces the section
