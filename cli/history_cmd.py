@@ -6,21 +6,16 @@ import typer
 
 from funes.cli.common import print_answer, read_memory
 from funes.cli.main import app
-from funes.cli.options import BRANCH, COMMAND, HARNESS, READ_MEMORY, REPO, SESSION, SINCE, UNTIL, WORKDIR
+from funes.cli.options import READ_MEMORY, filter_options
+from funes.retrieval.filters import Filters
 
 
 @app.command("history")
+@filter_options("history", file="path")
 def history_command(
     path: str = typer.Argument(..., help="The file (or folder: a prefix) relative to the repo root, or a local path."),
     limit: int = typer.Option(50, "--limit", help="Turns listed (the total counts them all)."),
-    harness: str = HARNESS,
-    workdir: str = WORKDIR,
-    repo: str = REPO,
-    branch: str = BRANCH,
-    session: str = SESSION,
-    since: str = SINCE,
-    until: str = UNTIL,
-    command: str = COMMAND,
+    filters: Filters = None,  # an option per filter, PATH its --file: filter_options
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="The turns and totals as one JSON object."),
 ) -> None:
@@ -28,11 +23,8 @@ def history_command(
     assistant's text beside the tool call (what the change was for)."""
     from funes.errors import bounded_int
     from funes.retrieval.bounds import MAX_HISTORY_LIMIT
-    from funes.retrieval.filters import Filters
     from funes.retrieval.history import file_history, format_history, history_json
 
     bounded_int("--limit", limit, 1, MAX_HISTORY_LIMIT)
-    filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, branch=branch, session=session,
-                            since=since, until=until, file=path, command=command)
     print_answer(read_memory(memory, lambda opened: file_history(opened, filters, limit=limit)), as_json,
                  history_json, format_history)

@@ -1,20 +1,66 @@
-"""Options that several commands take with the same meaning: the reading filters of
-`recall`, `sessions` and `scan`, and the memory they read.  One definition each, so
-their help texts and flags cannot drift apart."""
+"""What the reading commands (`recall`, `sessions`, `scan`, `history`) and the MCP tools of
+the same names take alike: their filters, declared once in funes.retrieval.filters
+(FILTER_ARGUMENTS) and turned here into typer options or MCP tool parameters, and the
+memory they read."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
-HARNESS = typer.Option(None, "--harness", help="Only this agent's sessions (funes status names the agents).")
-BLOCK_TYPE = typer.Option(None, "--type", help="text, thinking, tool_use or tool_result.")
-WORKDIR = typer.Option(None, "--workdir", help="Project directory (or its workdir facet): a prefix match.")
-REPO = typer.Option(None, "--repo", help="owner/name of the git repository.")
-BRANCH = typer.Option(None, "--branch", help="Git branch the session ran on.")
-SESSION = typer.Option(None, "--session", help="One session: its id or a unique prefix (8+ characters).")
-SINCE = typer.Option(None, "--since", help="ISO date or span (7d, 2w, 12h).")
-UNTIL = typer.Option(None, "--until", help="ISO date or span.")
-FILE = typer.Option(None, "--file", help="Only turns that touched this file (read, edit, write, delete): a path "
-                    "relative to the repo root, or a local path; a prefix match, so a folder names its files.")
-COMMAND = typer.Option(None, "--command", help="Only turns that ran a shell command containing this text.")
+from funes.retrieval.filters import FilterArgument, Filters, filter_arguments
+
 READ_MEMORY = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…")
+
+
+def filtered(command: str, parameter: Callable[[FilterArgument], inspect.Parameter], *,
+             blank_is_absent: bool = False, given_as: dict[str, str] | None = None) -> Callable:
+    """A decorator: the function's ``filters`` parameter becomes one parameter per filter
+    ``command`` takes (``parameter`` declares each), and the function is called with
+    them parsed into one :class:`Filters`.  typer and the MCP SDK both read the new
+    parameters from ``inspect.signature``.  ``given_as`` names filters the function
+    takes as its own parameter (`history`'s PATH is its file); ``blank_is_absent`` takes
+    an empty string as left out (agents send "" for an argument they mean to omit)."""
+    given_as = given_as or {}
+    arguments = [argument for argument in filter_arguments(command) if argument.name not in given_as]
+
+    def decorate(function: Callable) -> Callable:
+        signature = inspect.signature(function, eval_str=True)
+        parameters = []
+        for declared in signature.parameters.values():
+            parameters.extend(map(parameter, arguments) if declared.name == "filters" else [declared])
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            given = {argument.name: kwargs.pop(argument.name) for argument in arguments}
+            given |= {name: kwargs[own] for name, own in given_as.items()}
+            if blank_is_absent:
+                given = {name: value or None for name, value in given.items()}
+            return function(*args, filters=Filters.parse(**given), **kwargs)
+
+        # No __wrapped__: what reads the signature reads this one (and funes.cli.main
+        # takes a callback with __wrapped__ for one it has already checked).
+        functools.update_wrapper(call, function, updated=())
+        del call.__wrapped__
+        call.__signature__ = signature.replace(parameters=parameters)
+        # typer resolves annotations through typing.get_type_hints, which reads these.
+        call.__annotations__ = {declared.name: declared.annotation for declared in parameters
+                                if declared.annotation is not inspect.Parameter.empty}
+        if signature.return_annotation is not inspect.Signature.empty:
+            call.__annotations__["return"] = signature.return_annotation
+        return call
+
+    return decorate
+
+
+def _typer_option(argument: FilterArgument) -> inspect.Parameter:
+    return inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str,
+                             default=typer.Option(None, argument.flag, help=argument.help))
+
+
+def filter_options(command: str, **given_as: str) -> Callable:
+    """:func:`filtered` for a typer command: each filter a ``--flag`` option."""
+    return filtered(command, _typer_option, given_as=given_as)

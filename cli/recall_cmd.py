@@ -12,21 +12,10 @@ import typer
 
 from funes.cli.common import note, print_json, warn_if_damaged
 from funes.cli.main import app
-from funes.cli.options import (
-    BLOCK_TYPE,
-    BRANCH,
-    COMMAND,
-    FILE,
-    HARNESS,
-    READ_MEMORY,
-    REPO,
-    SESSION,
-    SINCE,
-    UNTIL,
-    WORKDIR,
-)
+from funes.cli.options import READ_MEMORY, filter_options
 from funes.errors import FunesError, UsageError, positive_number
 from funes.retrieval.bounds import DEFAULT_BUDGET, DEFAULT_K, MAX_BUDGET, MIN_BUDGET
+from funes.retrieval.filters import Filters
 
 # The query embedder main() started loading before the command line was parsed.
 _preloaded_embedder: Future | None = None
@@ -50,6 +39,7 @@ def preload_query_embedder(argv: list[str]) -> None:
 
 
 @app.command("recall")
+@filter_options("recall")
 def recall_command(
     query: str = typer.Argument(None, help="What to recall, in free text."),
     k: int = typer.Option(DEFAULT_K, "-k", "--k", help="Hits returned (at most: the budget may show fewer)."),
@@ -59,30 +49,18 @@ def recall_command(
     candidates: int = typer.Option(30, "--candidates", help="Fused pool reranked before the top-k cut."),
     neighbors: int = typer.Option(1, "--neighbors", help="Turns either side (by seq) previewed per hit; 0 for none."),
     half_life: float = typer.Option(None, "--half-life", help="Recency decay in days (default: recency only breaks ties)."),
-    harness: str = HARNESS,
-    block_type: str = BLOCK_TYPE,
-    workdir: str = WORKDIR,
-    repo: str = REPO,
-    branch: str = BRANCH,
-    session: str = SESSION,
-    since: str = SINCE,
-    until: str = UNTIL,
-    file: str = FILE,
-    command: str = COMMAND,
+    filters: Filters = None,  # an option per filter: filter_options
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
     fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",
                                help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
-    since_release: str = typer.Option(None, "--since-release",
-                                      help="Only sessions the releases after this tag added (--memory org/repo[@tag])."),
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.embedding import loading_query_embedder, query_model_cached
     from funes.retrieval.access import open_memory
     from funes.retrieval.bounds import check_counts, checked_query
-    from funes.retrieval.filters import Filters
     from funes.retrieval.format import format_recall, hits_json
     from funes.retrieval.fusion import Fusion
     from funes.retrieval.search import Recaller
@@ -95,8 +73,6 @@ def recall_command(
     check_counts(flags=True, k=k, candidates=candidates, neighbors=neighbors, budget=budget)
     if half_life is not None:
         positive_number("--half-life", half_life, "days")
-    filters = Filters.parse(harness=harness, block_type=block_type, workdir=workdir, repo=repo, branch=branch,
-                            session=session, since=since, until=until, file=file, command=command)
     how = Fusion.named(fusion)
     # The query embedder loads while the memory opens, when its model is cached: a
     # first run exports it (seconds of torch), which a recall refused for its memory
@@ -106,12 +82,7 @@ def recall_command(
     if how.uses_dense and query_model_cached():
         embedder = _preloaded_embedder or loading_query_embedder()
     recaller = Recaller.open(open_memory(memory), rerank=not no_rerank, fusion=how, embedder=embedder)
-    if since_release is not None:
-        from dataclasses import replace
-
-        from funes.hub.reader import release_sessions
-
-        filters = replace(filters, sessions=release_sessions(recaller.memory.location, since_release))
+    filters = filters.released(recaller.memory)  # once for a whole batch
     options = dict(candidates=candidates, neighbors=neighbors, filters=filters, half_life=half_life)
     try:
         if batch is not None:

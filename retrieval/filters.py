@@ -61,6 +61,43 @@ def parse_when(value: str, *, flag: str, now: datetime | None = None, end_of_day
 
 
 @dataclass(frozen=True)
+class FilterArgument:
+    """One filter as every front end takes it: the parameter name (a Python keyword and
+    an MCP tool argument), the CLI flag, the help both show, and the reading commands
+    (MCP tools of the same names) that take it.  cli/options.py derives the typer
+    options and the MCP tools' parameters from :data:`FILTER_ARGUMENTS`."""
+
+    name: str
+    flag: str
+    help: str
+    commands: tuple[str, ...] = ("recall", "sessions", "scan", "history")
+
+
+FILTER_ARGUMENTS: tuple[FilterArgument, ...] = (
+    FilterArgument("harness", "--harness", "Only this agent's sessions (funes status names the agents)."),
+    FilterArgument("block_type", "--type", "text, thinking, tool_use or tool_result.", ("recall", "scan")),
+    FilterArgument("workdir", "--workdir", "Project directory (or its workdir facet): a prefix match."),
+    FilterArgument("repo", "--repo", "owner/name of the git repository."),
+    FilterArgument("branch", "--branch", "Git branch the session ran on."),
+    FilterArgument("session", "--session", "One session: its id or a unique prefix (8+ characters)."),
+    FilterArgument("since", "--since", "ISO date or span (7d, 2w, 12h)."),
+    FilterArgument("until", "--until", "ISO date or span."),
+    # `history` takes it too, as its PATH.
+    FilterArgument("file", "--file", "Only turns that touched this file (read, edit, write, delete): a path "
+                   "relative to the repo root, or a local path; a prefix match, so a folder names its files."),
+    FilterArgument("command", "--command", "Only turns that ran a shell command containing this text."),
+    FilterArgument("since_release", "--since-release",
+                   "Only sessions the releases after this tag added (a Hub memory: org/repo or org/repo@tag).",
+                   ("recall",)),
+)
+
+
+def filter_arguments(command: str) -> tuple[FilterArgument, ...]:
+    """The filters the reading command (or MCP tool) ``command`` takes, in the table's order."""
+    return tuple(argument for argument in FILTER_ARGUMENTS if command in argument.commands)
+
+
+@dataclass(frozen=True)
 class Filters:
     harness: str | None = None
     block_type: str | None = None
@@ -72,64 +109,61 @@ class Filters:
     until: str | None = None
     file: str | None = None  # as given
     command: str | None = None  # a substring of a command the turn ran
+    since_release: str | None = None  # a release tag, until `released` turns it into `sessions`
     file_forms: tuple[str, ...] = ()  # the stored path prefixes ``file`` names (provenance.query_paths)
     sessions: tuple[str, ...] | None = None  # only these session ids (`--since-release`); () admits none
 
     @classmethod
-    def parse(
-        cls,
-        *,
-        harness: str | None = None,
-        block_type: str | None = None,
-        workdir: str | None = None,
-        repo: str | None = None,
-        branch: str | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        file: str | None = None,
-        command: str | None = None,
-        now: datetime | None = None,
-    ) -> Filters:
-        given = {"--harness": harness, "--type": block_type, "--workdir": workdir, "--repo": repo,
-                 "--branch": branch, "--session": session, "--since": since, "--until": until,
-                 "--file": file, "--command": command}
-        for flag, value in given.items():
+    def parse(cls, *, now: datetime | None = None, **given: str | None) -> Filters:
+        """The filters named in :data:`FILTER_ARGUMENTS`, each checked (None: not given)."""
+        for argument in FILTER_ARGUMENTS:
+            value = given.get(argument.name)
             if value is not None and not value.strip():  # never "no filter": a script's unset variable
-                raise UsageError(f"{flag} {value!r}: give a value, or leave {flag} out")
+                raise UsageError(f"{argument.flag} {value!r}: give a value, or leave {argument.flag} out")
+        raw = cls(**given)
         canonical = None
-        if harness:
+        if raw.harness:
             from funes.agents import agent_names, canonical_harness
 
-            canonical = canonical_harness(harness)
+            canonical = canonical_harness(raw.harness)
             if canonical is None:
-                raise UsageError(f"--harness {harness!r}: expected one of {agent_names()}")
-        if block_type and block_type not in BLOCK_TYPES:
-            raise UsageError(f"--type {block_type!r}: expected one of {', '.join(BLOCK_TYPES)}")
+                raise UsageError(f"--harness {raw.harness!r}: expected one of {agent_names()}")
+        if raw.block_type and raw.block_type not in BLOCK_TYPES:
+            raise UsageError(f"--type {raw.block_type!r}: expected one of {', '.join(BLOCK_TYPES)}")
         facet = None
-        if workdir:
+        if raw.workdir:
             # A path or a facet: both become the facet (every non-alphanumeric → "-").
-            facet = workdir_facet(workdir.rstrip("/\\") or workdir)
+            facet = workdir_facet(raw.workdir.rstrip("/\\") or raw.workdir)
             if not facet:
-                raise UsageError(f"--workdir {workdir!r}: expected a directory path or a workdir facet")
-        if repo and not re.fullmatch(r"[^/\s]+/[^/\s]+", repo):
-            raise UsageError(f"--repo {repo!r}: expected owner/name")
-        start = parse_when(since, flag="--since", now=now) if since else None
-        end = parse_when(until, flag="--until", now=now, end_of_day=True) if until else None
+                raise UsageError(f"--workdir {raw.workdir!r}: expected a directory path or a workdir facet")
+        if raw.repo and not re.fullmatch(r"[^/\s]+/[^/\s]+", raw.repo):
+            raise UsageError(f"--repo {raw.repo!r}: expected owner/name")
+        start = parse_when(raw.since, flag="--since", now=now) if raw.since else None
+        end = parse_when(raw.until, flag="--until", now=now, end_of_day=True) if raw.until else None
         if start and end and start > end:
-            raise UsageError(f"--since {since} is after --until {until}")
-        for flag, value in (("--file", file), ("--command", command)):
+            raise UsageError(f"--since {raw.since} is after --until {raw.until}")
+        for flag, value in (("--file", raw.file), ("--command", raw.command)):
             if value and len(value) > MAX_NEEDLE_CHARS:
                 raise UsageError(f"{flag} of {len(value):,} characters: the limit is {MAX_NEEDLE_CHARS:,}")
-        forms = tuple(query_paths(file)) if file else ()
-        return cls(canonical, block_type or None, facet, repo or None, branch or None, session or None, start, end,
-                   file or None, command or None, forms)
+        forms = tuple(query_paths(raw.file)) if raw.file else ()
+        return replace(raw, harness=canonical, workdir=facet, since=start, until=end, file_forms=forms)
+
+    def released(self, memory) -> Filters:
+        """``since_release`` resolved against ``memory``: the sessions the releases after
+        that tag added (a memory read from the Hub lists its releases).  `bound` does it
+        for every read; a batch of recalls calls it first, so the releases are read once
+        and a tag the memory lacks stops the whole batch."""
+        if self.since_release is None:
+            return self
+        from funes.hub.reader import release_sessions
+
+        return replace(self, since_release=None, sessions=release_sessions(memory.location, self.since_release))
 
     def bound(self, memory) -> Filters:
         """These filters for reading ``memory``: the session prefix resolved to its id;
         a file or command filter on a memory written before funes stored them is a
         one-line error saying how to migrate it."""
-        filters = self
+        filters = self.released(memory)
         if self.session:
             filters = replace(filters, session=memory.resolve_session(self.session))
         if (self.file or self.command) and memory.lacks(("files", "commands")):
@@ -145,24 +179,16 @@ class Filters:
 
     def where(self) -> str | None:
         """The Lance SQL predicate, or None when nothing is filtered."""
-        clauses = []
-        if self.harness:
-            clauses.append(f"harness = {quote(self.harness)}")
-        if self.block_type:
-            clauses.append(f"block_type = {quote(self.block_type)}")
+        equal = {"harness": self.harness, "block_type": self.block_type, "branch": self.branch,
+                 "session_id": self.session}
+        clauses = [f"{column} = {quote(value)}" for column, value in equal.items() if value]
         if self.workdir:
             # Facets hold only [A-Za-z0-9-], so LIKE needs no escaping.
             clauses.append(f"workdir LIKE {quote(self.workdir + '%')}")
         if self.repo:
             clauses.append(f"lower(repo) = {quote(self.repo.lower())}")
-        if self.branch:
-            clauses.append(f"branch = {quote(self.branch)}")
-        if self.session:
-            clauses.append(f"session_id = {quote(self.session)}")
-        if self.since:
-            clauses.append(f"ts >= {quote(self.since)}")
-        if self.until:
-            clauses.append(f"ts <= {quote(self.until)}")
+        clauses += [f"ts {operator} {quote(bound)}" for operator, bound in ((">=", self.since), ("<=", self.until))
+                    if bound]
         if self.file_forms:
             clauses.append(file_predicate(self.file_forms))
         if self.command:
