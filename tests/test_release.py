@@ -141,6 +141,45 @@ def test_two_releases_each_recalled_exactly_from_an_empty_machine(project_memory
         ("v1.0.0", 2, 5, 2), ("v2.0.0", 3, 7, 1)]
 
 
+def test_the_mcp_recall_tool_keeps_the_sessions_the_releases_after_a_tag_added(project_memory, checkout, repo_id,
+                                                                                 hub_server, monkeypatch, capsys):
+    """`since_release` of the MCP `recall` tool, driven by a real client over stdio, reads
+    what `recall --since-release` reads; a bad tag or a memory not read from the Hub is
+    a one-line tool error."""
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    for tag in ("v1.0.0", "v2.0.0"):
+        code, _, err = release(repo_id, tag, "--yes", capsys=capsys)
+        assert code == 0, err
+    monkeypatch.setenv("FUNES_FUSION", "lexical")  # which sessions answer needs no model
+    monkeypatch.setenv("FUNES_RERANKER", "none")
+    server = StdioServerParameters(command=sys.executable, args=["-m", "funes.cli", "mcp"], env=dict(os.environ))
+    asked = {"query": "decided thing for the cache key", "k": 20, "memory": f"{repo_id}@v2.0.0"}
+
+    async def calls():
+        # capsys's stderr has no file descriptor for the server's to go to
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return [await session.call_tool("recall", {**asked, **extra})
+                        for extra in ({"since_release": "v1.0.0"}, {}, {"since_release": "v0.1"},
+                                      {"since_release": "v1.0.0", "memory": None})]
+
+    def sessions(result):
+        assert not result.is_error, result.content
+        return {line.split("→ get ")[1].split()[0] for line in result.content[0].text.splitlines() if "→ get " in line}
+
+    since_v1, whole, unknown_tag, local = anyio.run(calls)
+    assert sessions(since_v1) == {"middle"}
+    assert sessions(whole) > {"middle"}
+    for error, reason in ((unknown_tag, "not a release of"), (local, "is not a Hub memory")):
+        text = error.content[0].text
+        assert error.is_error and reason in text and "\n" not in text, text
+
+
 def test_bad_releases_are_refused_in_one_line_and_publish_nothing(project_memory, checkout, repo_id, hub_server,
                                                                    capsys):
     code, _, err = release(repo_id, "v9.9.9", "--yes", capsys=capsys)
