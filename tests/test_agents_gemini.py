@@ -100,7 +100,14 @@ def test_gemini_mcp_list_sees_the_registration(gemini_home, monkeypatch):
     # Gemini disables every MCP server, user-level ones too, in a folder the user has not trusted
     write(gemini_home / ".gemini" / "trustedFolders.json", json.dumps({str(gemini_home): "TRUST_FOLDER"}))
     add()
-    listed = run_cli("gemini", "mcp", "list", timeout=180)
+    # `mcp list` gives a server 5 s to answer unless its entry sets `timeout`: a slow or
+    # shared CPU must not decide the outcome, so the entry gets Gemini's own default for
+    # a server's requests (10 minutes), as a user on such a machine would set it.
+    settings_file = gemini_home / ".gemini" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["mcpServers"]["funes"]["timeout"] = 600_000
+    settings_file.write_text(json.dumps(settings))
+    listed = run_cli("gemini", "mcp", "list", timeout=660)
     out = listed.stdout + listed.stderr
     assert listed.returncode == 0, out
     line = next(line for line in out.splitlines() if "funes:" in line)
