@@ -243,8 +243,14 @@ def test_recalled_text_cannot_forge_hits_or_turns(isolated_env, tmp_path):
         for hit, truth in zip(hits, expected, strict=True):
             assert hit["header"].endswith(f" {truth['block_type']}  score={truth['score']:.3f}")
             assert hit["get"] == [field(truth["session_id"]), field(truth["turn_uuid"]), "--memory", "local"]
-            assert hit["text"] == truth["text"].splitlines()
-            assert len(hit["neighbors"]) == len(truth["neighbors"])
+            # The agent format shows the window of the text that matched, verbatim but for
+            # line breaks (each kind starts a quoted line), "…" where it was cut.
+            shown = "\n".join("\n".join(hit["text"]).removeprefix("…").removesuffix("…").splitlines())
+            assert shown and shown in "\n".join(truth["text"].splitlines()), (hit["text"], truth["text"])
+            # Neighbours already shown as a hit are left out (docs/contract.md); none is made up.
+            real = {f"  ~ [{field(n['role'])} {field(n['block_type'])} seq{n['seq']}] " for n in truth["neighbors"]}
+            assert len(hit["neighbors"]) <= len(truth["neighbors"])
+            assert all(line.startswith(tuple(real)) for line in hit["neighbors"]), hit["neighbors"]
 
     opened = cli("get", expected[0]["session_id"], HOSTILE_TURN, "--window", "1", "--format", "agent")
     for split in _splits():
