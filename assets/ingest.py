@@ -19,7 +19,7 @@ from funes.indexing import ParsedSession, SessionChunks, chunk_stage, parse_stag
 from funes.memory.coverage import Coverage
 
 # One run covers a whole backfill's partitions (per-run start-up dominates small runs).
-# backfill_policy is marked beta; tests/test_pipelines.py pins the behaviour we use.
+# backfill_policy is marked beta; tests/pipelines/test_pipelines.py pins the behaviour we use.
 warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", message="Function `observable_source_asset`", category=dg.BetaWarning)
 SINGLE_RUN = dg.BackfillPolicy.single_run()

@@ -34,7 +34,7 @@ For each, this
 7. prints the tables and, with ``--write``, replaces the section
    ``## Recall quality (dev sets)`` of BENCHMARKS.md and records the settings
    measured as the default in ``benchmarks/recall_choice.json``, which
-   ``tests/test_recall_choice.py`` holds the code to;
+   ``tests/retrieval/test_recall_choice.py`` holds the code to;
 8. with ``--tiers``, reruns every question in process with the shipped ranking
    as if the memory held vectors only for some tiers (the rest found by BM25
    only), and with ``--precisions int8`` with documents (and queries) embedded
@@ -680,7 +680,7 @@ BM25 rank.  And for the backlog's size (issue 14): vectors for the first chunk o
 each tool result only (the others are 69 % of tool-result chunks and 80 % of their
 characters in the 300k day-zero history; 2,098 of 2,717 on coding) scored 0.790 /
 0.436 in sample and 0.767 / 0.431 left out, a loss of 0.020 R@10 left out, beyond
-the 0.015 the tier policy is held to (tests/test_recall_choice.py): tool results
+the 0.015 the tier policy is held to (tests/retrieval/test_recall_choice.py): tool results
 keep a vector for every chunk.
 """
 

@@ -1,6 +1,6 @@
 """Hub-tier recall latency: the same memory recalled locally, and from a Hub dataset repo
 cold (a machine that never read it) and warm (read before, head pinned), against the
-loopback test Hub (tests/hub_server.py).
+loopback test Hub (tests/helpers/hub_server.py).
 
 * The memory: ``--chunks`` rows of real transcript text with random unit vectors
   (benchmarks/hooks.py ``synthesise_memory``), pushed once with ``funes push``.
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))
 
 import report  # noqa: E402
 from hooks import synthesise_memory  # noqa: E402

@@ -8,7 +8,7 @@ deployment starts it: `funes index --yes <root>`; `dagster job execute -m
 funes.pipelines.definitions -j index_sessions` over all the partitions (one run,
 `BackfillPolicy.single_run`) with the in-process and the multiprocess executor on a
 SQLite instance; and with the Celery executor on a Postgres instance with a Redis broker
-(tests/distributed_services.py starts them), as four concurrent runs of a quarter of the
+(tests/helpers/distributed_services.py starts them), as four concurrent runs of a quarter of the
 partitions each, so that two workers have steps to share.  Wall-clock seconds.
 """
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))
 
 from report import machine, write_section  # noqa: E402
 

@@ -30,7 +30,7 @@ app = typer.Typer(
 
 def _register(command: str | None = None) -> None:
     """Import the ``*_cmd`` modules of this package: each adds its command(s) to
-    ``app``.  Module ``<name>_cmd`` defines command ``<name>`` (tests/test_cli_help.py
+    ``app``.  Module ``<name>_cmd`` defines command ``<name>`` (tests/cli/test_cli_help.py
     holds every module to that), so a command named on the command line imports its
     module alone: importing them all costs a cold `funes recall` 0.3 s.  Any other
     call (``--help``, no command, a wrong one) imports them all, to list them."""

@@ -5,7 +5,7 @@ The domain layers (this package, without its mapped sub-packages ``funes.assets`
 the CLI, so the hook worker, the Dagster assets and the tests all call the same
 functions.  The layers, what each may import and where a new function goes are
 :data:`funes.layers.LAYERS` and docs/architecture.md ("Layers and folders"), held by
-tests/test_layers.py.
+tests/cli/test_layers.py.
 """
 
 import os

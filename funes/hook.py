@@ -57,7 +57,7 @@ HOME_VARIABLE_SUFFIXES = ("_HOME", "_DIR")
 
 def funes_home() -> str:
     """:func:`funes.config.funes_home` as a string, without importing pathlib
-    (tests/test_hooks.py checks that the two agree)."""
+    (tests/cli/test_hooks.py checks that the two agree)."""
     return os.path.expanduser(os.environ.get("FUNES_HOME") or os.path.join("~", ".funes"))
 
 

@@ -1,7 +1,7 @@
 """The layers of the product, lowest first: what each module may import.
 
 A module may import its own layer and every layer listed before it, never one
-after it; tests/test_layers.py walks every module's imports (those inside
+after it; tests/cli/test_layers.py walks every module's imports (those inside
 functions too) against this table, and checks docs/architecture.md's
 "Layers and folders" table lists the same rows.  A module belongs to the first
 layer one of whose prefixes names it or a package above it; the longest

@@ -27,7 +27,7 @@ read from its row, and then makes ten hits show ten different places:
 
 The weights were chosen by ``benchmarks/eval_recall.py`` on both dev sets
 (LoCoMo chat and real coding sessions) with leave-one-out estimates beside the
-in-sample figures (BENCHMARKS.md); ``tests/test_recall_choice.py`` pins them.
+in-sample figures (BENCHMARKS.md); ``tests/retrieval/test_recall_choice.py`` pins them.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).parent))
+# Shared helpers live in tests/helpers/ and import by their own names (`from hub_helpers import ...`).
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
 # How long an example takes, or generating one, depends on the host: no property test
 # may fail because a CPU is slow or shared.  Tests' own @settings inherit this.
@@ -21,9 +22,7 @@ settings.register_profile("any-host", deadline=None, suppress_health_check=[Heal
 settings.load_profile("any-host")
 
 from hub_server import HubServer  # noqa: E402
-
-FIXTURES = Path(__file__).parent / "fixtures"
-REAL = FIXTURES / "real"
+from paths import FIXTURES, REAL  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +43,7 @@ def isolated_env(tmp_path, monkeypatch, shared_cache):
     monkeypatch.setenv("FUNES_HOME", str(home / ".funes"))
     monkeypatch.setenv("FUNES_CACHE_DIR", str(shared_cache))
     monkeypatch.setenv("FUNES_NO_DAGSTER_RECORD", "1")
-    # `funes index` run in-process (tests/agent_helpers.py) would lower the test runner's
+    # `funes index` run in-process (tests/helpers/agent_helpers.py) would lower the test runner's
     # own priority, for every test after it: the niceness test sets its child's.
     monkeypatch.setenv("FUNES_EMBED_NICENESS", "0")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -57,7 +56,7 @@ def isolated_env(tmp_path, monkeypatch, shared_cache):
 
 @pytest.fixture(scope="session")
 def hub_server(tmp_path_factory):
-    """A Hub-compatible server on 127.0.0.1 (tests/hub_server.py), shared by the session.
+    """A Hub-compatible server on 127.0.0.1 (tests/helpers/hub_server.py), shared by the session.
 
     Point clients at it explicitly: `HfApi(endpoint=hub_server.endpoint, token=hub_server.token)`,
     `hf_hub_download(..., endpoint=...)`, `HfFileSystem(endpoint=...)`; huggingface_hub reads

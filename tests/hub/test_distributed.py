@@ -1,5 +1,5 @@
 """The index chain as deployed across machines, every service started here on loopback
-(tests/distributed_services.py): a Postgres-backed Dagster instance, the dagster-celery
+(tests/helpers/distributed_services.py): a Postgres-backed Dagster instance, the dagster-celery
 executor with a Redis broker and two worker processes, and an ``s3://`` memory on moto's
 S3 server holding the chain store too.  Four backfills of six sessions each run at once;
 the memory must equal what ``funes index`` builds from the same transcripts."""

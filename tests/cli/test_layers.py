@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 
 from funes.layers import LAYERS, layer_of
+from paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 
 
 def _modules() -> dict[str, Path]:

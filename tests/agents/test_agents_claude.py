@@ -10,6 +10,7 @@ import pytest
 from agent_helpers import assert_refused, assert_round_trip, funes, needs_cli, run_cli, snapshot, write
 
 from funes.wiring import hook_script
+from paths import REAL
 
 # ~/.claude.json as Claude Code writes it (2-space JSON), with a user MCP server and state.
 USER_STATE = """{
@@ -172,7 +173,7 @@ def test_claude_mcp_sees_the_registration(claude_home):
 
 @pytest.mark.slow
 def test_add_builds_the_first_index_text_first_when_there_is_none(claude_home):
-    transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"
+    transcript = REAL / "claude_session.jsonl"
     write(claude_home / ".claude" / "projects" / "-home-me-app" / "s1.jsonl", transcript.read_text())
     unattended = funes("add", "claude")  # a script without --yes is not asked, and not indexed
     assert unattended.code == 0 and "funes index --harness claude" in unattended.err

@@ -17,8 +17,8 @@ from funes.traces import sqlite as sqlite_store
 
 from funes.traces.model import Session, SourceUnit, Turn
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REAL = FIXTURES / "real"
+from paths import FIXTURES, REAL
+
 AGENT_FIXTURES = FIXTURES / "agents"
 
 

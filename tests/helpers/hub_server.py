@@ -14,7 +14,7 @@ tests can assert how many calls a read makes, and failures can be injected per r
 Any non-empty bearer token is accepted; private repos answer 401 RepoNotFound to anonymous calls,
 as the Hub does.
 
-Standalone: `python tests/hub_server.py --root /tmp/hub --port 8765`.
+Standalone: `python tests/helpers/hub_server.py --root /tmp/hub --port 8765`.
 """
 
 from __future__ import annotations

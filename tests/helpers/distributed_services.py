@@ -1,7 +1,7 @@
 """The services of a distributed deployment, started on loopback from the OS packages:
 Redis (Celery broker and results), Postgres (the Dagster instance), an S3-compatible
 server (moto) and Celery workers running Dagster steps.  Used by
-tests/test_distributed.py and benchmarks/pipeline_overhead.py; each helper is a
+tests/hub/test_distributed.py and benchmarks/pipeline_overhead.py; each helper is a
 context manager that stops what it started."""
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from funes.agents.registry import is_builtin
 from funes.errors import UsageError
 from funes.wiring import hook_script
 from trace_helpers import copy_fixture
+from paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 BUILTIN = {
     "aider": "aider",
     "amp": "amp",

@@ -29,9 +29,9 @@ from funes.embedding import (
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
 from funes.files import write_atomically
 from memory_helpers import copy_embedding_export
+from paths import REAL, ROOT
 
-REAL = Path(__file__).parent / "fixtures" / "real"
-REPO = Path(__file__).parent.parent
+
 
 
 def real_texts() -> list[str]:
@@ -239,7 +239,7 @@ def test_query_process_imports_neither_torch_nor_sentence_transformers(onnx_embe
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
     )
     env = os.environ | {"FUNES_CACHE_DIR": str(shared_cache), "FUNES_DEVICE": "auto"}
-    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-EVAL_DIR = Path(os.environ.get("FUNES_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
+EVAL_DIR = Path(os.environ.get("FUNES_EVAL_DIR") or ROOT.parent / "shared" / "eval")
 FUNES = [sys.executable, "-m", "funes.cli"]
 
 pytestmark = [

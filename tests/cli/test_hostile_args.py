@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from funes.cli.main import run
+from paths import REAL, ROOT
 
-CONTRACT = Path(__file__).parent.parent / "docs" / "contract.md"
+CONTRACT = ROOT / "docs" / "contract.md"
 DOCUMENTED = {int(code) for code in re.findall(r"^\| (\d+) \|", CONTRACT.read_text(encoding="utf-8"), flags=re.M)}
 
 FIXED = [
@@ -67,7 +68,7 @@ COMMANDS = {
     "quickstart": ([SAFE_QUERY], ["-k"]),
     "ui": ([], ["--port!"]),
 }
-# `funes mcp` serves stdin: driven in tests/test_mcp.py and below in a subprocess.
+# `funes mcp` serves stdin: driven in tests/cli/test_mcp.py and below in a subprocess.
 
 
 @st.composite
@@ -112,7 +113,7 @@ def world(memory_home, tmp_path, monkeypatch):
     """The fixture memory, an empty folder and a transcript to name, a working folder
     of the test's own (relative --memory values land there), and no agent CLI on PATH."""
     (tmp_path / "empty").mkdir()
-    shutil.copyfile(Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl", tmp_path / "t.jsonl")
+    shutil.copyfile(REAL / "as_claude_small.jsonl", tmp_path / "t.jsonl")
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)

@@ -1,6 +1,6 @@
 """Secret redaction, data: URI elision and the fail-closed egress gate (funes/redaction.py).
 
-Secrets come from tests/fake_secrets.py, generated at run time; the clean corpus is
+Secrets come from tests/helpers/fake_secrets.py, generated at run time; the clean corpus is
 standard-library source plus synthetic transcript lines full of identifiers that look
 random but are not credentials.
 """
@@ -35,8 +35,9 @@ from funes.redaction import (
     rule_label,
     scan_for_egress,
 )
+from paths import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
+
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -332,8 +333,8 @@ def test_redacted_text_passes_the_egress_gate(secrets):
 
 def test_redaction_sources_hold_no_token_shaped_literals():
     """What GitHub push protection (and funes' own gate) would refuse."""
-    paths = ["funes/redaction.py", "funes/secret_rules.yaml", "tests/fake_secrets.py", "tests/test_redaction.py"]
-    report = scan_for_egress((path, (REPO / path).read_text()) for path in paths)
+    paths = ["funes/redaction.py", "funes/secret_rules.yaml", "tests/helpers/fake_secrets.py", "tests/memory/test_redaction.py"]
+    report = scan_for_egress((path, (ROOT / path).read_text()) for path in paths)
     assert report.clean, report.summary()
 
 

@@ -7,14 +7,14 @@ fails here: rerun the benchmark, which rewrites both."""
 
 import dataclasses
 import json
-from pathlib import Path
 
 from funes.memory import lexical
 from funes.retrieval.fusion import DEFAULT as FUSION
 from funes.retrieval.passage import PASSAGE_CHARS
 from funes.retrieval.ranking import DEFAULT as RANKING
+from paths import ROOT
 
-CHOICE = Path(__file__).resolve().parent.parent / "benchmarks" / "recall_choice.json"
+CHOICE = ROOT / "benchmarks" / "recall_choice.json"
 
 
 def _recorded():

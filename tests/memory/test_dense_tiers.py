@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from funes.embedding import DENSE_TIERS, EVERY_TIER
+from paths import REAL
 
 FUNES = [sys.executable, "-m", "funes.cli"]
 
@@ -68,7 +69,7 @@ def test_embed_all_fills_the_other_tiers_and_the_memory_keeps_embedding_them(mem
     session = "5d0c1a2e-0000-4000-8000-00000000a11c"
     transcript = tmp_path / ".claude" / "projects" / "-tmp-grown" / f"{session}.jsonl"
     transcript.parent.mkdir(parents=True)
-    source = (Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl").read_text()
+    source = (REAL / "as_claude_small.jsonl").read_text()
     transcript.write_text(source.replace('"sessionId":"ses_stage0_small"', f'"sessionId":"{session}"'))
     with open_writer(local_memory()) as writer:
         assert writer.dense_tiers == EVERY_TIER
@@ -84,7 +85,7 @@ def test_inline_embedding_of_a_fresh_memory_follows_the_policy(isolated_env):
     from funes.indexing import index_units, open_writer
     from funes.memory.location import local_memory
 
-    transcript = Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl"
+    transcript = REAL / "as_claude_small.jsonl"
     with open_writer(local_memory()) as writer:
         report = index_units(writer, discover(transcript), embedder=load_embedder("cpu"))
         assert report.pending == 0
@@ -179,7 +180,7 @@ def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolat
         writer.table.checkout_latest()
         assert writer.int8_tiers == ()
         assert embed_backlog(writer, OnnxEmbedder()) == len(output)
-        index_units(writer, discover(Path(__file__).parent / "fixtures" / "real" / "as_claude_small.jsonl"),
+        index_units(writer, discover(REAL / "as_claude_small.jsonl"),
                     embedder=OnnxEmbedder())
     texts, stored = _stored_vectors(isolated_env / ".funes", "tier = 3")
     assert np.abs(stored - OnnxEmbedder().embed(texts)).max() < 1e-4

@@ -49,7 +49,7 @@ def pi_package_dir() -> Path:
 
 
 def pi_harness(request: dict, cwd: Path, agent_dir: Path | None = None) -> dict:
-    """Drive the installed pi extension through pi's own loader (tests/pi_harness.mjs)."""
+    """Drive the installed pi extension through pi's own loader (tests/helpers/pi_harness.mjs)."""
     import json
 
     agent_dir = agent_dir or Path(os.environ["HOME"]) / ".pi" / "agent"

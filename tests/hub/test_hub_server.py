@@ -1,4 +1,4 @@
-"""Contract tests: the real huggingface_hub client (and datasets, lance) against tests/hub_server.py
+"""Contract tests: the real huggingface_hub client (and datasets, lance) against tests/helpers/hub_server.py
 over real HTTP, one route or behaviour per test, so a client upgrade that needs a route or field
 this server lacks fails here first."""
 

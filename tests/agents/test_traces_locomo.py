@@ -14,9 +14,10 @@ import pytest
 
 import funes.discovery as discovery
 import funes.traces as traces
+from paths import ROOT
 
 # The kit lives beside the repository (../shared/eval); FUNES_EVAL_DIR points elsewhere.
-EVAL_DIR = Path(os.environ.get("FUNES_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
+EVAL_DIR = Path(os.environ.get("FUNES_EVAL_DIR") or ROOT.parent / "shared" / "eval")
 
 pytestmark = [
     pytest.mark.eval,

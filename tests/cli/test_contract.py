@@ -7,12 +7,12 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from funes.retrieval.format import NO_RESULTS, format_recall
 from funes.retrieval.search import RecallResult
+from paths import ROOT
 
-CONTRACT = Path(__file__).parent.parent / "docs" / "contract.md"
+CONTRACT = ROOT / "docs" / "contract.md"
 
 
 def _blocks(section: str) -> list[str]:
@@ -86,7 +86,7 @@ def test_push_json_has_the_documented_keys(memory_home, hub_env, capsys):
 def test_status_json_backlog_has_the_documented_keys(memory_home, capsys):
     """`status --json` holds every key the contract's first paragraph names, the backlog
     by tier with `chunks` and `chars`, and an `embed_rate` with exactly its documented
-    keys once an embedding pass was measured (null before one: tests/test_index.py)."""
+    keys once an embedding pass was measured (null before one: tests/memory/test_index.py)."""
     from funes.embedding import load_embedder
     from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory

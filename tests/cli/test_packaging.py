@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-ROOT = Path(__file__).parent.parent
 
 
 def _pyproject():

@@ -3,7 +3,6 @@
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -11,6 +10,7 @@ from agent_helpers import funes
 
 STANDIN = """#!{python}
 import json, os, sys
+from paths import REAL
 record = {{"name": os.path.basename(sys.argv[0]), "argv": sys.argv[1:], "stdin": sys.stdin.read(),
           "funes_hook": os.environ.get("FUNES_HOOK")}}
 with open(os.environ["STANDIN_RECORD"], "a") as out:
@@ -87,7 +87,7 @@ def test_zero_passages_fail_before_any_agent_runs(isolated_env, standins, tmp_pa
     from funes.memory.writer import MemoryWriter
 
     folder = tmp_path / "text-only"
-    transcript = Path(__file__).parent / "fixtures" / "real" / "claude_session.jsonl"
+    transcript = REAL / "claude_session.jsonl"
     with MemoryWriter.open(location_for(str(folder)), IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         index_units(writer, discover(transcript, "claude"))  # text only: no vectors to fall back on
     result = funes("ask", "pi", "xylophone quokka", "--memory", str(folder))
