@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse_throughput import WORK  # noqa: E402
 from report import machine, percentiles, write_section  # noqa: E402
-from synthetic import make_history_of_chunks  # noqa: E402
+from synthetic import memory_of_chunks  # noqa: E402
 
 FUNES = [sys.executable, "-m", "funes.cli"]
 # (what is asked, why): a frequent needle, a rare one, one that is absent.
@@ -36,15 +36,7 @@ PATHS = ["package.json", "src/", "no/such/file.py"]
 
 def build_memory(target: int) -> Path:
     """FUNES_HOME of a memory of at least ``target`` chunks with provenance (built once, reused)."""
-    funes_home = WORK / f"history-{target // 1000}k"
-    if (funes_home / "memory" / "chunks.lance").exists():
-        return funes_home
-    home = WORK / f"history-{target // 1000}k-home"
-    if not home.exists():
-        make_history_of_chunks(home, target)
-    env = {**os.environ, "HOME": str(home), "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
-    subprocess.run([sys.executable, __file__, "--build"], env=env, check=True)
-    return funes_home
+    return memory_of_chunks(WORK, "history", target, [__file__, "--build"])
 
 
 def build() -> None:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import re
 import sqlite3
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -945,3 +948,18 @@ def make_agent_history(name: str, root: Path, target_bytes: int, seed: int = 0) 
         sessions.append(scripted_session(rng, len(sessions)))
         content += sessions[-1].size()
     return SCRIPTED_WRITERS[name](root, sessions)
+
+
+def memory_of_chunks(work: Path, name: str, target: int, builder: list[str]) -> Path:
+    """FUNES_HOME of a memory of at least ``target`` chunks of the synthetic history,
+    built once by running ``builder`` (a script and its arguments) with HOME and
+    FUNES_HOME pointing at it, then reused."""
+    funes_home = work / f"{name}-{target // 1000}k"
+    if (funes_home / "memory" / "chunks.lance").exists():
+        return funes_home
+    home = work / f"{name}-{target // 1000}k-home"
+    if not home.exists():
+        make_history_of_chunks(home, target)
+    env = {**os.environ, "HOME": str(home), "FUNES_HOME": str(funes_home), "FUNES_NO_DAGSTER_RECORD": "1"}
+    subprocess.run([sys.executable, *builder], env=env, check=True)
+    return funes_home
