@@ -17,11 +17,22 @@ loopback test Hub (tests/helpers/hub_server.py).
     .venv/bin/python benchmarks/hub_recall.py [--chunks 20000] [--queries 10] [--no-write]
 
 Goal (issue 6): warm within 1.2x local.
+
+``--release`` measures instead what ``funes release`` costs against a plain ``funes push``
+of the same memory (issue 40): a checkout tagged v1.0.0 and a memory of its project's
+sessions, all dated before the tag and all included (``funes curate``), so both ship the
+same chunks, each to a new dataset repo.  Per memory (the 12-chunk fixture and
+``--chunks``): the call's wall time in this process (the CLI's start-up comes on top,
+alike), Hub requests and request bytes sent.  Prints a markdown table; writes nothing.
+
+    .venv/bin/python benchmarks/hub_recall.py --release [--chunks 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -36,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))
 
 import report  # noqa: E402
+import corpus  # noqa: E402
 from hooks import synthesise_memory  # noqa: E402
 from hub_server import TEST_TOKEN, HubServer  # noqa: E402
 
@@ -164,22 +176,105 @@ Inside one process, after its imports (p50 ms): opening the memory {inside['loca
 """
 
 
+class CountingHub(HubServer):
+    """The test Hub, also adding up the bytes of the request bodies it receives."""
+
+    uploaded = 0
+
+    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes):
+        with self._stats_lock:
+            self.uploaded += len(body)
+        return super().handle(method, raw_path, headers, body)
+
+
+PROJECT, TAG, TAG_DATE = "bench/app", "v1.0.0", "2026-06-01T12:00:00Z"
+
+
+def tagged_checkout(folder: Path) -> Path:
+    """A git checkout of the project with one commit, tagged TAG at TAG_DATE."""
+    folder.mkdir()
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.test", "GIT_AUTHOR_DATE": TAG_DATE,
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.test", "GIT_COMMITTER_DATE": TAG_DATE}
+    (folder / "VERSION").write_text(TAG)
+    for args in (["init", "--quiet", "--initial-branch=main"], ["add", "VERSION"],
+                 ["commit", "--quiet", "-m", "release"], ["tag", TAG]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, env=env)
+    return folder
+
+
+def release_costs(work: Path, server: CountingHub, sizes: dict[str, tuple[int, int]]) -> dict[str, dict]:
+    """{memory: {"push"|"release": {seconds, requests, bytes}}} for memories of
+    ``sizes[name] = (chunks, chunks per session)`` of PROJECT's sessions, dated before TAG."""
+    from hub_helpers import chunk, run_cli, write_memory
+
+    from funes.hub.push import push
+    from funes.hub.release import release
+
+    checkout = tagged_checkout(work / "app")
+    texts = corpus.real_texts(min_chars=40)
+    costs: dict[str, dict] = {}
+    for number, (name, (chunks, per_session)) in enumerate(sizes.items()):
+        os.environ["FUNES_HOME"] = str(work / f"release-{number}")
+        write_memory([chunk(f"session-{i // per_session:03d}", i, texts[i % len(texts)][:1200], repo=PROJECT,
+                            cwd=str(checkout)) for i in range(chunks)])
+        sessions = [f"session-{s:03d}" for s in range(-(-chunks // per_session))]
+        released = f"bench-user/released-{number}"
+        with contextlib.redirect_stdout(io.StringIO()):
+            if run_cli("curate", released, PROJECT, *(arg for s in sessions for arg in ("--include", s)), "--json"):
+                raise SystemExit(f"funes curate {released} failed")
+        # The first push in a process loads the secret scanner and the Hub client: not a cost of either.
+        push(f"bench-user/warm-up-{number}", assume_yes=True)
+        runs = {"push": lambda: push(f"bench-user/pushed-{number}", assume_yes=True),
+                "release": lambda: release(released, TAG, checkout=checkout, assume_yes=True)}
+        costs[name] = {}
+        for step, call in runs.items():
+            server.reset_counts()
+            server.uploaded = 0
+            started = time.perf_counter()
+            call()
+            costs[name][step] = {"seconds": round(time.perf_counter() - started, 2),
+                                 "requests": server.request_count, "bytes": server.uploaded}
+        print(json.dumps({name: costs[name]}), flush=True)
+    return costs
+
+
+def release_markdown(costs: dict[str, dict]) -> str:
+    rows = "\n".join(
+        f"| {name} | {row['push']['seconds']} / {row['release']['seconds']} | {row['push']['requests']} / "
+        f"{row['release']['requests']} | {row['push']['bytes'] / 1e3:,.1f} / {row['release']['bytes'] / 1e3:,.1f} |"
+        for name, row in costs.items())
+    return f"""| memory | seconds, push / release | Hub requests | KB sent |
+| --- | --- | --- | --- |
+{rows}
+
+1-minute load average at the end: {os.getloadavg()[0]:.1f}.
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--chunks", type=int, default=None, help="memory size (default 20,000; 2,000 with --release)")
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
+    parser.add_argument("--release", action="store_true", help="funes release against funes push; prints only")
     args = parser.parse_args()
     queries = QUERIES[:args.queries]
     cache = Path(os.environ.get("FUNES_CACHE_DIR") or Path.home() / ".funes" / "cache")
     with tempfile.TemporaryDirectory(prefix="funes-hub-bench-") as scratch:
         work = Path(scratch)
-        with HubServer(work / "hub") as server:
+        with CountingHub(work / "hub") as server:
             base = {**os.environ, "HOME": str(work / "home"), "FUNES_CACHE_DIR": str(cache),
                     "FUNES_NO_DAGSTER_RECORD": "1", "HF_ENDPOINT": server.endpoint, "HF_TOKEN": TEST_TOKEN,
                     "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(work / "hf-home"),
                     "HF_HUB_CACHE": str(work / "hf-origin")}
             os.environ.update(base, FUNES_HOME=str(work / "origin"))
+            if args.release:
+                chunks = args.chunks or 2_000
+                print(release_markdown(release_costs(work, server, {"fixture (12 chunks, 3 sessions)": (12, 4),
+                                                                    f"{chunks:,} chunks": (chunks, 200)})))
+                return 0
+            args.chunks = args.chunks or 20_000
             memory = synthesise_memory(args.chunks)
             print(json.dumps({"memory": memory}), flush=True)
             started = time.perf_counter()
