@@ -26,8 +26,10 @@ def forget_command(
     from funes.memory.sql import sql_in
     from funes.memory.reader import Memory
     from funes.memory.writer import MemoryWriter
-    from funes.retrieval.filters import Filters
+    from funes.retrieval.filters import Filters, parse_when
 
+    if until is not None and until.strip():
+        parse_when(until, flag="--before", end_of_day=True)  # its errors name the flag the user typed
     filters = Filters.parse(harness=harness, workdir=workdir, repo=repo, until=until)
     for given in session or ():
         if not given.strip():

@@ -40,3 +40,11 @@ def test_forget_needs_a_target_and_reports_no_match(memory_home):
     assert funes("forget").returncode == 2
     result = funes("forget", "--session", "no-such-session", "--yes")
     assert result.returncode == 0 and "nothing matches" in result.stderr
+
+
+def test_a_bad_before_date_is_refused_by_the_flag_the_user_typed(memory_home):
+    result = funes("forget", "--before", "yesterdayish", "--yes")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "funes: --before 'yesterdayish': expected an ISO date (2026-05-01), a date and time, or a span like 7d, 2w, 12h"]
+    assert "s_main" in funes("sessions").stdout  # nothing was forgotten
