@@ -8,7 +8,7 @@ recall` process and a warm `funes mcp` server), and the indexer's resident memor
     nice -n 10 .venv/bin/python benchmarks/day_zero.py --chunks 1000000 --embed-minutes 5 --write
     .venv/bin/python benchmarks/day_zero.py --report-only --write   # the section again from the stored runs
 
-Goals (issue 14, 2-core CPU): the planted word found ≤ 30 s at 300k chunks, ≤ 2 min at
+Goals (2-core CPU): the planted word found ≤ 30 s at 300k chunks, ≤ 2 min at
 1M; ≥ 150 chunks/s embedded; text + thinking fully embedded ≤ 10 min; cold recall ≤ 1 s
 while indexing, ≤ 0.8 s after; the index process ≤ 2 GB resident at 1M chunks.
 

@@ -91,7 +91,7 @@ NOTES = """\
 Both dev sets are asked through `funes index --yes` then `funes recall --batch …
 --json --no-rerank` and scored by the kit with `--match text` over the whole
 corpus of each set.  No cross-encoder (none can be fetched here); recency only
-breaks ties.  Targets (issue 10): coding R@10 ≥ 0.70 and MRR@10 ≥ 0.50; LoCoMo
+breaks ties.  Targets: coding R@10 ≥ 0.70 and MRR@10 ≥ 0.50; LoCoMo
 R@10 ≥ 0.78 and MRR@10 ≥ 0.55, never below the previous 0.745 / 0.511.  The
 kit's baselines: coding, BM25 over whole blocks (`bm25_baseline.py`, in the
 coding table when run with `--baselines`): 0.517 / 0.323; LoCoMo (`baselines.py`
@@ -513,7 +513,7 @@ TIER_SETTINGS = (
 )
 TIERS_SECTION = "Recall by embedded tier and precision (dev sets)"
 TIERS_NOTES = """\
-Which tiers' vectors pay (issue 14).  Every question of both sets is asked again
+Which tiers' vectors pay.  Every question of both sets is asked again
 in process with the shipped fusion and ranking (`recall_ablation.py`), as if the
 memory held vectors only for the tiers named: the other rows are left out of the
 vector search and found by BM25 alone, as in a memory whose backlog stopped there
@@ -645,7 +645,7 @@ BACKLOG_STATES = {
                ("text embedded, tool results 50 % embedded", {1: 1.0, 3: 0.5})),
     "locomo": (("text 10 % embedded", {1: 0.1}), ("text 50 % embedded", {1: 0.5})),
 }
-BACKLOG_NOTES = """How recall fares while a memory's backlog fills (issue 14: a first index of a big
+BACKLOG_NOTES = """How recall fares while a memory's backlog fills (a first index of a big
 history spends minutes to an hour there).  In process, as `--tiers` does
 (`recall_ablation.py`, the shipped ranking), with the default tiers
 (`funes.embedding.DENSE_TIERS`) and of each only the newest share holding a
@@ -676,7 +676,7 @@ owes are scored so.  A pending row given instead the mean cosine of the BM25
 candidates that have one: with the oldest 50 % / 90 % of text and tool results
 pending, 0.787 / 0.432 and 0.757 / 0.386 in sample, 0.767 / 0.429 and 0.737 / 0.390
 left out, against 0.782 / 0.435, 0.757 / 0.399, 0.767 / 0.420 and 0.762 / 0.409 by
-BM25 rank.  And for the backlog's size (issue 14): vectors for the first chunk of
+BM25 rank.  And for the backlog's size: vectors for the first chunk of
 each tool result only (the others are 69 % of tool-result chunks and 80 % of their
 characters in the 300k day-zero history; 2,098 of 2,717 on coding) scored 0.790 /
 0.436 in sample and 0.767 / 0.431 left out, a loss of 0.020 R@10 left out, beyond

@@ -16,10 +16,10 @@ loopback test Hub (tests/helpers/hub_server.py).
 
     .venv/bin/python benchmarks/hub_recall.py [--chunks 20000] [--queries 10] [--no-write]
 
-Goal (issue 6): warm within 1.2x local.
+Goal: warm within 1.2x local.
 
 ``--release`` measures instead what ``funes release`` costs against a plain ``funes push``
-of the same memory (issue 40): a checkout tagged v1.0.0 and a memory of its project's
+of the same memory: a checkout tagged v1.0.0 and a memory of its project's
 sessions, all dated before the tag and all included (``funes curate``), so both ship the
 same chunks, each to a new dataset repo.  Per memory (the 12-chunk fixture and
 ``--chunks``): the call's wall time in this process (the CLI's start-up comes on top,

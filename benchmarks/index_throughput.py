@@ -4,7 +4,7 @@ searchable, the cost of one new turn, bytes per chunk on disk.
     python benchmarks/index_throughput.py [--synthetic-chunks 20000] [--big-chunks 100000] [--no-write]
     python benchmarks/index_throughput.py --lexical-only [--lexical-chunks 300000,1000000] [--embed-s 120]
 
-Goals (issue 3, 2-core CPU): ≥ 60 chunks/s with vectors; every chunk of a
+Goals (2-core CPU): ≥ 60 chunks/s with vectors; every chunk of a
 100k-chunk history BM25-searchable within 60 s; one new turn ≤ 2 s; ≤ 2.3 KB per
 chunk.  Each measurement runs in its own process with its own FUNES_HOME.
 """
@@ -182,7 +182,7 @@ def lexical_body(rows: list[dict]) -> str:
              " fixture sessions); wall and CPU seconds (the process and its parse workers) until every chunk is"
              " stored and BM25-searchable; peak RSS is the largest of the process and of any one worker"
              " (`IndexReport.peak_rss_bytes`), after the lexical pass and after the given seconds of embedding."
-             " Goals (issue 14): ≤ 30 s for 300k chunks, ≤ 2 min for 1M, ≤ 2 GB at 1M.", "",
+             " Goals: ≤ 30 s for 300k chunks, ≤ 2 min for 1M, ≤ 2 GB at 1M.", "",
              "| history | MB | chunks | workers | lexical pass wall s | CPU s | peak RSS MB | embedding s | embedded |"
              " peak RSS after MB | load before / after |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

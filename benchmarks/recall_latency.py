@@ -7,7 +7,7 @@ and with a MiniLM-L6-shaped cross-encoder over 30 candidates, and a cold
     python benchmarks/recall_latency.py --memory-home FUNES_HOME [--home HOME] [--runs 7] [--during]
         [--against OTHER_CHECKOUT/.venv/bin/python] [--no-write]
 
-Goals (issue 4, 2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
+Goals (2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
 
 Memories come from the synthetic coding history (real transcripts copied under new
@@ -270,7 +270,7 @@ def memory_home(funes_home: Path, home: Path | None, runs: int, during: bool, wr
         f"{' --during' if during else ''}{f' --against {baseline}' if baseline else ''}` — {chunks:,} chunks; {runs + 1} cold `funes recall` processes per row"
         " (reranker as configured), the MCP server's start, first recall and warm p50 over"
         f" {len(QUERIES)} recalls; steps of one cold recall timed in-process (they overlap: the embedder"
-        " loads in a thread). Goals (issue 14): cold ≤ 0.8 s after indexing, ≤ 1 s while a first index runs.",
+        " loads in a thread). Goals: cold ≤ 0.8 s after indexing, ≤ 1 s while a first index runs.",
         "", f"Machine: {machine()}.", "", *lines])
     print(body)
     if write:
@@ -321,7 +321,7 @@ def first_index(target: int, runs: int, write: bool) -> None:
         f"`python benchmarks/recall_latency.py --first-index {target}` — a first index of {chunks:,} chunks"
         " (synthetic history; every chunk BM25-searchable, a few hundred vectors, no vector or scalar index yet),"
         f" the CLI's defaults, reranker off; {runs} cold `funes recall` processes and {len(QUERIES)} MCP recalls"
-        " (3 warm-up) per row, then while `funes index --yes` fills vectors. Goals (issue 14): cold ≤ 0.8 s"
+        " (3 warm-up) per row, then while `funes index --yes` fills vectors. Goals: cold ≤ 0.8 s"
         " after, ≤ 1 s while indexing.", "", f"Machine: {machine()}.", "", *lines])
     print(body)
     if write:

@@ -153,7 +153,7 @@ def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
 # 0.561; left out 0.777 / 0.436 against 0.787 / 0.431 and 0.785 / 0.556 against 0.785
 # / 0.555 (BENCHMARKS.md "Recall by embedded tier and precision"): within noise on
 # both sets, for a third more text chunks a second, which is what bounds how soon a
-# first index's text is searchable by meaning (issue 14).  Memories stamped before
+# first index's text is searchable by meaning.  Memories stamped before
 # that kept text at fp32 and embedded only tool results at int8.  The choice is
 # stamped on a memory when it is created, so a memory made before it keeps what it
 # was stamped with (fp32 throughout, or int8 tool results only); a CUDA writer computes every tier in fp32,
