@@ -104,6 +104,14 @@ def local_ids(funes_home: Path) -> set[str]:
 # --------------------------------------------------------------------------- the test Hub's repos
 
 
+def remote_status(*flags: str) -> dict:
+    """The one remote `funes status --json` reports."""
+    result = funes("status", "--json", *flags)
+    assert result.returncode == 0, result.stderr
+    [remote] = json.loads(result.stdout)["remotes"]
+    return remote
+
+
 def git(hub_server, repo_id: str, *args: str) -> str:
     git_dir = hub_server.git_dir(repo_id, "dataset")
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True,

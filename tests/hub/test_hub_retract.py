@@ -24,6 +24,7 @@ from hub_helpers import (
     index_into_local_memory,
     local_ids,
     remote_ids,
+    remote_status,
     secret_forms,
     secret_transcript,
     unredacted_indexing,
@@ -75,13 +76,6 @@ def reader_vocabulary(hub_server, repo_id: str, sha: str) -> set[str]:
     folder = Path(os.environ["FUNES_CACHE_DIR"]) / "hub" / host / repo_id / sha / "bm25"
     assert folder.is_dir()
     return bm25_vocabulary(folder)
-
-
-def remote_status(*flags: str) -> dict:
-    result = funes("status", "--json", *flags)
-    assert result.returncode == 0, result.stderr
-    [remote] = json.loads(result.stdout)["remotes"]
-    return remote
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from hub_helpers import (
     head_text,
     local_ids,
     remote_ids,
+    remote_status,
     secret_forms,
     unscanned_egress,
     write_memory,
@@ -60,13 +61,6 @@ def read_back(repo_id: str, home: Path) -> str:
     scanned = funes("scan", "deploy", "--command", SECRET.value, "--memory", repo_id, "--json", env=reader_env(home))
     assert scanned.returncode == 0, scanned.stderr
     return recalled.stdout + scanned.stdout
-
-
-def remote_status(*flags: str) -> dict:
-    result = funes("status", "--json", *flags)
-    assert result.returncode == 0, result.stderr
-    [remote] = json.loads(result.stdout)["remotes"]
-    return remote
 
 
 @pytest.mark.slow
