@@ -141,6 +141,7 @@ def test_two_releases_each_recalled_exactly_from_an_empty_machine(project_memory
         ("v1.0.0", 2, 5, 2), ("v2.0.0", 3, 7, 1)]
 
 
+@pytest.mark.slow  # two releases published, then an MCP server over stdio: about a minute
 def test_the_mcp_recall_tool_keeps_the_sessions_the_releases_after_a_tag_added(project_memory, checkout, repo_id,
                                                                                  hub_server, monkeypatch, capsys):
     """`since_release` of the MCP `recall` tool, driven by a real client over stdio, reads
