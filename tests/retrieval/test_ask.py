@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from agent_helpers import funes
+from paths import REAL
 
 STANDIN = """#!{python}
 import json, os, sys
-from paths import REAL
 record = {{"name": os.path.basename(sys.argv[0]), "argv": sys.argv[1:], "stdin": sys.stdin.read(),
           "funes_hook": os.environ.get("FUNES_HOOK")}}
 with open(os.environ["STANDIN_RECORD"], "a") as out:
