@@ -48,7 +48,7 @@ def _register(command: str | None = None) -> None:
             if module.name.endswith("_cmd"):
                 importlib.import_module(f"funes.cli.{module.name}")
     for info in app.registered_commands:
-        if info.callback is None or getattr(info.callback, "__wrapped__", None):
+        if info.callback is None or getattr(info.callback, "text_checked", False):
             continue
         if info.help is None and info.callback.__doc__:
             info.help = unwrapped(info.callback.__doc__)
@@ -89,6 +89,8 @@ def _text_checked(callback):
                         raise UsageError(f"{display} is not UTF-8 text: {shown(raw)}") from None
         return callback(**kwargs)
 
+    # A second _register (a test's, or --help after a command) finds it already checked.
+    checked.text_checked = True
     return checked
 
 

@@ -41,10 +41,9 @@ def filtered(command: str, parameter: Callable[[FilterArgument], inspect.Paramet
                 given = {name: value or None for name, value in given.items()}
             return function(*args, filters=Filters.parse(**given), **kwargs)
 
-        # No __wrapped__: what reads the signature reads this one (and funes.cli.main
-        # takes a callback with __wrapped__ for one it has already checked).
+        # inspect.signature stops at __signature__, so typer and the MCP SDK read the
+        # filters' parameters, not the wrapped function's ``filters``.
         functools.update_wrapper(call, function, updated=())
-        del call.__wrapped__
         call.__signature__ = signature.replace(parameters=parameters)
         # typer resolves annotations through typing.get_type_hints, which reads these.
         call.__annotations__ = {declared.name: declared.annotation for declared in parameters
