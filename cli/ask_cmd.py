@@ -18,6 +18,7 @@ import sys
 import typer
 
 from funes.cli.main import app
+from funes.cli.options import READ_MEMORY
 from funes.errors import FunesError, UsageError
 
 # Recall's defaults: ask offers no tuning of its own (`funes recall` does).
@@ -47,7 +48,7 @@ Question: {question}
 def ask_command(
     agent: str = typer.Argument(..., help="The agent whose CLI answers (one with a non-interactive mode)."),
     question: str = typer.Argument(..., help="The question, in quotes (or after --)."),
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    memory: str = READ_MEMORY,
 ) -> None:
     """Answer a question from the memory with a coding agent (no tools, no MCP servers, nothing installed)."""
     from funes.cli.common import note

@@ -8,6 +8,7 @@ import typer
 
 from funes.cli.common import interactive, read_memory
 from funes.cli.main import app
+from funes.cli.options import READ_MEMORY
 from funes.errors import UsageError, bounded_int
 
 
@@ -20,7 +21,7 @@ def get_command(
     last: int = typer.Option(None, "--to", help="Without TURN_UUID: the last turn (seq) to read; default --from + 19."),
     output_format: str = typer.Option(None, "--format", help="human or agent (default: human on a terminal)."),
     highlight: str = typer.Option(None, "--highlight", help="Mark this text in the human rendering."),
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    memory: str = READ_MEMORY,
 ) -> None:
     """The turn and the turns around it by seq, or a range of a session's turns
     (--from/--to, output capped near 40,000 characters with a line saying where to

@@ -6,11 +6,12 @@ import typer
 
 from funes.cli.common import print_json
 from funes.cli.main import app
+from funes.cli.options import READ_MEMORY
 
 
 @app.command("status")
 def status_command(
-    memory: str = typer.Option(None, "--memory", help="local (default), a folder, org/repo, hf://datasets/…, s3://…"),
+    memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     check_remotes: bool = typer.Option(False, "--check-remotes",
                                        help="Ask each remote pushed to what it still holds of what was forgotten or"
