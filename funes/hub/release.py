@@ -34,6 +34,7 @@ from funes.hub.snapshot import fetch_snapshot
 from funes.memory.location import MemoryLocation, local_memory
 from funes.memory.reader import Memory
 from funes.provenance import checkout_root
+from funes.traces.common import checkout_identity
 
 
 @dataclass
@@ -73,7 +74,7 @@ def release(remote_spec: str, tag: str, *, project: str | None = None, since: st
     if project is None:
         raise UsageError(f"{remote.uri} is not the project memory of a repository: pass --project owner/name")
     rows = local.scan((*SESSION_COLUMNS, "ts", "cwd"))
-    checkout = checkout or find_checkout(project, rows.column("cwd").to_pylist())
+    checkout = checked_checkout(checkout, project) if checkout else find_checkout(project, rows.column("cwd").to_pylist())
     date = tag_date(checkout, tag)
 
     repo = HubRepo(remote)
@@ -138,12 +139,30 @@ def _newest_row(repo: HubRepo, state: RepoState | None) -> datetime | None:
 
 def find_checkout(project: str, cwds: list[str | None]) -> Path:
     """The git checkout of the project: the one holding the current folder, else one its
-    sessions ran in that is still on this machine."""
+    sessions ran in that is still on this machine.  A checkout whose remote names another
+    repository is passed over: its tags are another project's releases."""
+    others = []
     for cwd in (str(Path.cwd()), *dict.fromkeys(cwd for cwd in cwds if cwd)):
         root = checkout_root(cwd)
-        if root is not None:
-            return Path(root)
+        if root is None:
+            continue
+        try:
+            return checked_checkout(Path(root), project)
+        except UsageError as refusal:
+            others.append(refusal)
+    if others:
+        raise others[0]
     raise UsageError(f"no git checkout of {project} here: run funes release inside one")
+
+
+def checked_checkout(checkout: Path, project: str) -> Path:
+    """``checkout``, refused when its remote names another repository than ``project``
+    (a checkout with no remote cannot say, and is taken)."""
+    repo, _branch = checkout_identity(str(checkout))
+    if repo is not None and repo.lower() != project.lower():
+        raise UsageError(f"the git checkout at {checkout} is of {repo}, not {project}:"
+                         f" run funes release inside a checkout of {project}")
+    return checkout
 
 
 def checkout_tags(checkout: Path) -> list[str]:

@@ -43,6 +43,7 @@ def checkout(tmp_path, monkeypatch):
     folder = tmp_path / "app"
     folder.mkdir()
     git(folder, "init", "--quiet", "--initial-branch=main")
+    git(folder, "remote", "add", "origin", "https://github.com/acme/app.git")
     for number, (tag, date) in enumerate((("v1.0.0", V1_DATE), ("v2.0.0", V2_DATE))):
         (folder / "VERSION").write_text(tag)
         git(folder, "add", "VERSION")
@@ -182,7 +183,7 @@ def test_the_mcp_recall_tool_keeps_the_sessions_the_releases_after_a_tag_added(p
 
 
 def test_bad_releases_are_refused_in_one_line_and_publish_nothing(project_memory, checkout, repo_id, hub_server,
-                                                                   capsys):
+                                                                   capsys, monkeypatch):
     code, _, err = release(repo_id, "v9.9.9", "--yes", capsys=capsys)
     assert code == 2 and err.strip().splitlines() == [f"funes: v9.9.9: no such tag in the git checkout at {checkout}"]
     assert release(repo_id, "v2.0.0", "--yes", capsys=capsys)[0] == 0
@@ -195,6 +196,19 @@ def test_bad_releases_are_refused_in_one_line_and_publish_nothing(project_memory
     assert code == 2 and "newer than v1.0.0" in err
     code, _, err = release(repo_id, "v2.0.0", "--project", "acme/other", capsys=capsys)
     assert code == 2 and "project memory of acme/app" in err
+    # Run inside another repository's checkout, whose v2.0.0 is another project's release.
+    other = checkout.parent / "other"
+    other.mkdir()
+    git(other, "init", "--quiet", "--initial-branch=main")
+    git(other, "remote", "add", "origin", "git@github.com:acme/other.git")
+    git(other, "commit", "--quiet", "--allow-empty", "-m", "other", date=V1_DATE)
+    git(other, "tag", "v2.0.0")
+    monkeypatch.chdir(other)
+    code, _, err = release(repo_id, "v2.0.0", "--force", capsys=capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        f"funes: the git checkout at {other} is of acme/other, not acme/app:"
+        " run funes release inside a checkout of acme/app"]
+    monkeypatch.chdir(checkout)
     assert HfApi(endpoint=hub_server.endpoint, token=hub_server.token).dataset_info(repo_id).sha == head
 
     code, report, err = release(repo_id, "v2.0.0", "--force", capsys=capsys)
