@@ -719,6 +719,36 @@ def write_crush(root: Path, sessions: list[ScriptedSession]) -> Path:
     return db
 
 
+
+def write_forge(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/.forge.db``: Forge's conversations table, one JSON context (the whole
+    message list, rewritten on every turn) per conversation."""
+    forge = _fixture_module("agents/forge/make_forge_db.py")
+    db = root / ".forge.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(forge.SCHEMA)
+    tools = {"shell": "shell", "read": "read", "edit": "patch", "write": "write", "search": "fs_search"}
+    with conn:
+        for session in sessions:
+            messages = [forge.system_prompt(session.cwd)]
+            for exchange in session.exchanges:
+                messages.append(forge.text("User", f"<task>{exchange.prompt}</task>",
+                                           raw_content={"Text": exchange.prompt}))
+                for _, step in _steps(exchange):
+                    reasoning = [{"text": step.thinking}] if step.thinking else None
+                    messages.append(forge.text("Assistant", step.text, reasoning_details=reasoning, tool_calls=[
+                        forge.call(tools[c.kind], c.id, c.args) for c in step.calls] or None))
+                    messages += [forge.tool(tools[c.kind], c.id, {"text": c.result}, is_error=c.is_error)
+                                 for c in step.calls]
+            started = datetime.fromtimestamp(session.exchanges[0].started, timezone.utc)
+            conn.execute("INSERT INTO conversations (conversation_id, title, workspace_id, context, created_at, "
+                         "updated_at) VALUES (?, ?, 1, ?, ?, ?)",
+                         (session.id, session.exchanges[0].prompt[:40], json.dumps({"messages": messages}),
+                          started.strftime("%Y-%m-%d %H:%M:%S.%f"), started.strftime("%Y-%m-%d %H:%M:%S.%f")))
+    conn.close()
+    return db
+
 def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
     document per message and per part, times in ms)."""
@@ -927,6 +957,7 @@ SCRIPTED_WRITERS = {
     "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
     "hermes": write_hermes, "parquet": write_parquet,
 }
+SCRIPTED_WRITERS.update(forge=write_forge)
 REAL_COPIES = ("claude", "pi")
 FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
 

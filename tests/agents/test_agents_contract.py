@@ -35,6 +35,7 @@ BUILTIN = {
     "copilot": "copilot_cli",
     "crush": "crush",
     "cursor": "cursor",
+    "forge": "forge",
     "gemini": "gemini_cli",
     "goose": "goose",
     "hermes": "hermes",
