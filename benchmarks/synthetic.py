@@ -749,6 +749,51 @@ def write_forge(root: Path, sessions: list[ScriptedSession]) -> Path:
     conn.close()
     return db
 
+
+def write_openclaw(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/agents/main/agent/openclaw-agent.sqlite``: OpenClaw's session windows and
+    transcript events (pi-format entries), events of 1 KiB and more as zstd frames."""
+    import zstandard
+
+    openclaw = _fixture_module("agents/openclaw/make_openclaw_state.py")
+    db = root / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(openclaw.SCHEMA)
+    compress = zstandard.ZstdCompressor(level=1, write_checksum=True)
+    tools = {"shell": "exec", "read": "read", "edit": "edit", "write": "write", "search": "grep"}
+    with conn:
+        for session in sessions:
+            events, parent = [openclaw.header(session.id, session.cwd)], None
+            for exchange in session.exchanges:
+                entries = [openclaw.user(exchange.prompt)]
+                for _, step in _steps(exchange):
+                    parts = [{"type": "thinking", "thinking": step.thinking}] if step.thinking else []
+                    parts += [{"type": "text", "text": step.text}]
+                    entries.append(openclaw.assistant(*parts, *(openclaw.call(c.id, tools[c.kind], c.args)
+                                                                for c in step.calls)))
+                    entries += [openclaw.result(c.id, tools[c.kind], c.result, is_error=c.is_error)
+                                for c in step.calls]
+                for entry in entries:
+                    entry_id = f"{len(events):08x}"
+                    events.append({"type": "message", "id": entry_id, "parentId": parent,
+                                   "timestamp": _iso(exchange.started), "message": entry})
+                    parent = entry_id
+            key = f"agent:main:{session.id}"
+            conn.execute("INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at) "
+                         "VALUES (?, ?, '{}', 0)", (key, session.id))
+            conn.execute("INSERT INTO session_windows (session_id, session_key, created_at, updated_at) "
+                         "VALUES (?, ?, 0, 0)", (session.id, key))
+            rows = []
+            for seq, event in enumerate(events, 1):
+                text = json.dumps(event)
+                big = len(text) >= 1024
+                rows.append((session.id, seq, None if big else text, compress.compress(text.encode()) if big else None))
+            conn.executemany("INSERT INTO transcript_events (session_id, seq, event_json, event_zstd, created_at) "
+                             "VALUES (?, ?, ?, ?, 0)", rows)
+    conn.close()
+    return root
+
 def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
     document per message and per part, times in ms)."""
@@ -957,7 +1002,7 @@ SCRIPTED_WRITERS = {
     "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
     "hermes": write_hermes, "parquet": write_parquet,
 }
-SCRIPTED_WRITERS.update(forge=write_forge)
+SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw)
 REAL_COPIES = ("claude", "pi")
 FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
 

@@ -41,6 +41,7 @@ BUILTIN = {
     "hermes": "hermes",
     "kiro": "kiro_cli",
     "opencode": "opencode",
+    "openclaw": "openclaw",
     "parquet": "parquet",
     "pi": "pi",
     "qwen": "qwen_code",

@@ -28,7 +28,8 @@ ISO ``timestamp``, else the message's epoch milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,19 @@ _V1_HEADER_FIELDS = ("provider", "modelId", "thinkingLevel", "branchedFrom")
 # What pi's file tools do to the file their ``path`` names; its shell tool.
 _FILE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
 _SHELL_TOOL = "bash"
+
+
+@dataclass(frozen=True)
+class EntryTools:
+    """The tools of an agent that records pi's entries (pi, and agents built on
+    it): what each file tool does to the file its arguments name, and the shell
+    tools (their results get exit codes)."""
+
+    files: Mapping[str, str]
+    shell: frozenset[str]
+
+
+PI_TOOLS = EntryTools(_FILE_TOOLS, frozenset({_SHELL_TOOL}))
 
 
 def default_roots() -> list[Path]:
@@ -106,7 +120,7 @@ def _exit_code(text: str, is_error: bool) -> int:
     return 1 if stated is None or stated == 0 else stated
 
 
-def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | None:
+def _blocks(role: Any, message: dict[str, Any], tools: EntryTools) -> tuple[str, list[Block]] | None:
     content = message.get("content")
     if role == "user":
         parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
@@ -121,14 +135,16 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
             elif part.get("type") == "toolCall":
                 name = opt_str(part.get("name"))
                 block = Block("tool_use", tool_input_text(part.get("arguments")), name, opt_str(part.get("id")))
-                blocks.append(record_call(block, part.get("arguments"), action=_FILE_TOOLS.get(name or ""),
-                                          shell=name == _SHELL_TOOL))
+                blocks.append(record_call(block, part.get("arguments"), action=tools.files.get(name or ""),
+                                          shell=name in tools.shell))
         return "assistant", blocks
     if role == "toolResult":
         name, call_id = opt_str(message.get("toolName")), opt_str(message.get("toolCallId"))
         block = Block("tool_result", joined_text(content), name, call_id)
-        if name == _SHELL_TOOL:
-            block.exit_code = _exit_code(block.text, message.get("isError") is True)
+        if name in tools.shell:
+            details = message.get("details")
+            recorded = details.get("exitCode") if isinstance(details, dict) else None
+            block.exit_code = recorded if type(recorded) is int else _exit_code(block.text, message.get("isError") is True)
         return "tool", [block]
     if role == "bashExecution":
         command = as_str(message.get("command"))
@@ -139,11 +155,14 @@ def _blocks(role: Any, message: dict[str, Any]) -> tuple[str, list[Block]] | Non
     return None  # custom / hookMessage / branchSummary / compactionSummary: synthetic
 
 
-def parse(unit: SourceUnit) -> Session:
-    path = unit.path
-    session = Session(harness=HARNESS, session_id=_session_id(None, path), source_path=str(path), cwd="", workdir="")
+def read_entries(session: Session, feed: Callable[[Callable[[int, dict[str, Any]], None]], None],
+                 tools: EntryTools = PI_TOOLS) -> None:
+    """Fill ``session`` with the turns of pi-format entries: ``feed(handle)`` calls
+    ``handle(index, record)`` for each record in order, the header first when there
+    is one (its ``id`` replaces ``session.session_id``, its ``cwd`` sets the cwd)."""
     turns = TurnCollector(session)
     started = native = False
+    default_id = session.session_id
     nearest_turn: dict[str, str | None] = {}  # entry id -> its nearest retained turn (native ids only)
 
     def handle(index: int, record: dict[str, Any]) -> None:
@@ -151,7 +170,7 @@ def parse(unit: SourceUnit) -> Session:
         if not started:  # the first record: the header, if the file has one
             started = True
             header = _header(record)
-            session.session_id = _session_id(header, path)
+            session.session_id = opt_str(header.get("id")) or default_id if header is not None else default_id
             native = uses_native_ids(header)
             if header is not None:
                 session.cwd = as_str(header.get("cwd"))
@@ -166,13 +185,19 @@ def parse(unit: SourceUnit) -> Session:
         turn_uuid = turns.claim(entry_id, f"{session.session_id}:{index}")
         turn = None
         message = record.get("message") if record.get("type") == "message" else None
-        converted = _blocks(message.get("role"), message) if isinstance(message, dict) else None
+        converted = _blocks(message.get("role"), message, tools) if isinstance(message, dict) else None
         if converted is not None:
             ts = normalize_ts(record.get("timestamp")) or normalize_ts(message.get("timestamp"))
             turn = turns.add(turn_uuid, parent_uuid, converted[0], ts, converted[1])
         if native and isinstance(entry_id, str):
             nearest_turn[entry_id] = turn.turn_uuid if turn is not None else parent_uuid
 
-    each_record(path, session.warnings, handle)
+    feed(handle)
+
+
+def parse(unit: SourceUnit) -> Session:
+    path = unit.path
+    session = Session(harness=HARNESS, session_id=_session_id(None, path), source_path=str(path), cwd="", workdir="")
+    read_entries(session, lambda handle: each_record(path, session.warnings, handle))
     session.workdir = workdir_facet(session.cwd, path.parent.name)
     return finish_session(session)
