@@ -1003,6 +1003,8 @@ SCRIPTED_WRITERS = {
     "hermes": write_hermes, "parquet": write_parquet,
 }
 SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw)
+from synthetic_more import WRITERS as _MORE_WRITERS  # noqa: E402 - its writers use this module's
+SCRIPTED_WRITERS.update(_MORE_WRITERS)
 REAL_COPIES = ("claude", "pi")
 FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
 

@@ -113,22 +113,28 @@ def _json_signature(files: list[Path]) -> str | None:
 
 
 def discover(root: Path) -> Iterator[SourceUnit]:
-    """Database sessions, then legacy JSON sessions the databases lack.  Raises
-    TraceReadError for a database that cannot be read."""
+    return discover_store(root, HARNESS, is_database_name)
+
+
+def discover_store(root: Path, harness: str, is_database: Callable[[str], bool]) -> Iterator[SourceUnit]:
+    """Database sessions, then legacy JSON sessions the databases lack, as units of
+    ``harness`` (OpenCode's forks keep the same store under their own names: a data
+    folder's databases are those ``is_database`` accepts).  Raises TraceReadError
+    for a database that cannot be read."""
     if root.is_file() and root.suffix == ".json":
         storage = _storage_dir(root.parent)
         if storage is not None and root.parent.parent == storage / "session":
             signature = _json_signature(_json_files(storage, root))
             if signature is not None:
-                yield SourceUnit(HARNESS, root, root.stem, signature)
+                yield SourceUnit(harness, root, root.stem, signature)
         return
-    databases = [root] if root.is_file() else sorted(p for p in root.glob("*.db") if is_database_name(p.name))
+    databases = [root] if root.is_file() else sorted(p for p in root.glob("*.db") if is_database(p.name))
     seen: set[str] = set()
     for db in databases:
         for session_id, signature in read_only(db, _db_stats):
             if session_id not in seen:
                 seen.add(session_id)
-                yield SourceUnit(HARNESS, db, session_id, signature)
+                yield SourceUnit(harness, db, session_id, signature)
     storage = None if root.is_file() else _storage_dir(root)
     if storage is None:
         return
@@ -139,7 +145,7 @@ def discover(root: Path) -> Iterator[SourceUnit]:
         signature = _json_signature(_json_files(storage, session_file))
         if signature is not None:
             seen.add(session_file.stem)
-            yield SourceUnit(HARNESS, session_file, session_file.stem, signature)
+            yield SourceUnit(harness, session_file, session_file.stem, signature)
 
 
 # --------------------------------------------------------------------------- one message
@@ -320,12 +326,12 @@ def _parse_json(unit: SourceUnit, session: Session, turns: TurnCollector) -> Non
 
 
 def parse(unit: SourceUnit) -> Session:
-    session = Session(harness=HARNESS, session_id=unit.session_id, source_path=str(unit.path), cwd="", workdir="")
+    session = Session(harness=unit.harness, session_id=unit.session_id, source_path=str(unit.path), cwd="", workdir="")
     turns = TurnCollector(session)
     if unit.path.suffix == ".json":
         _parse_json(unit, session, turns)
     else:
         _parse_db(unit, session, turns)
     session.is_subagent = session.parent_session_id is not None
-    session.workdir = workdir_facet(session.cwd, HARNESS)
+    session.workdir = workdir_facet(session.cwd, unit.harness)
     return finish_session(session)

@@ -26,9 +26,10 @@ FILES = Path(__file__).parent / "files"
 PLUGIN = "funes.js"
 
 
-def config_dir() -> Path:
+def config_dir(app: str = "opencode") -> Path:
+    """``$XDG_CONFIG_HOME/<app>`` (default ``~/.config/<app>``): OpenCode's, or a fork's."""
     base = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(base).expanduser() if base else Path.home() / ".config") / "opencode"
+    return (Path(base).expanduser() if base else Path.home() / ".config") / app
 
 
 def config_file() -> Path:
@@ -46,14 +47,23 @@ def plugin_text(binding: Binding, agent: str) -> str:
 
 
 class OpenCodeWiring(Wiring):
+    """OpenCode's wiring; a fork that keeps OpenCode's config shape and plugin
+    loader under another folder overrides :meth:`folder` and :meth:`config_path`."""
+
+    def folder(self) -> Path:
+        return config_dir()
+
+    def config_path(self) -> Path:
+        return config_file()
+
     def _config(self) -> JsonText:
-        path = config_file()
+        path = self.config_path()
         return JsonText(path, read_text(path))
 
     def _plugin(self, content: str | None) -> FileChange:
-        return owned_file(config_dir() / "plugins" / PLUGIN, content,
+        return owned_file(self.folder() / "plugins" / PLUGIN, content,
                           "plugin: index each turn when the session goes idle",
-                          owned_from=config_dir() / "plugins")
+                          owned_from=self.folder() / "plugins")
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
         config = self._config()
@@ -62,7 +72,7 @@ class OpenCodeWiring(Wiring):
         return [
             document_change(config, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
             self._plugin(plugin_text(binding, self.agent.name)),
-            skill_change(config_dir() / "skills", install=True),
+            skill_change(self.folder() / "skills", install=True),
         ]
 
     def plan_remove(self) -> list[FileChange]:
@@ -71,5 +81,5 @@ class OpenCodeWiring(Wiring):
         return [
             document_change(config, f'MCP server "{SERVER_NAME}"'),
             self._plugin(None),
-            skill_change(config_dir() / "skills", install=False),
+            skill_change(self.folder() / "skills", install=False),
         ]

@@ -1,5 +1,6 @@
-// funes for OpenCode: per-turn indexing.  Written by `funes add opencode`; `funes
-// remove opencode` deletes it.  The MCP tools are registered in opencode.json.
+// funes for OpenCode (and its forks): per-turn indexing.  Written by `funes add
+// <agent>`; `funes remove <agent>` deletes it.  The MCP tools are registered in the
+// agent's config file.
 //
 // When a session goes idle (the reply is complete, its rows written) it runs the
 // funes hook with the session id on stdin; the hook hands the session to a
