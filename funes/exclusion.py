@@ -184,3 +184,12 @@ def remove_pattern(text: str, path: Path | None = None) -> int:
     if len(kept) != len(lines):
         write_atomically(path, "".join(kept))
     return len(lines) - len(kept)
+
+
+def excluded_in(table, exclusions: Exclusions) -> list[str]:
+    """The keys of the sessions in ``table`` (a memory's Lance table) that
+    ``exclusions`` matches: what `funes exclude add` offers to forget."""
+    if not exclusions:
+        return []
+    rows = table.search().select(list(ROW_COLUMNS)).limit(None).to_arrow()
+    return sorted(exclusions.excluded_keys(rows))

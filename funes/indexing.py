@@ -40,6 +40,7 @@ from funes.chunking import Chunk, ChunkReport, chunk_session
 from funes.discovery import parse_unit
 from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS
 from funes.errors import TraceReadError
+from funes.exclusion import Exclusions, load_exclusions
 from funes.memory.documents import session_term_counts
 from funes.memory.tokens import TermCounts
 from funes.memory.location import MemoryLocation
@@ -118,6 +119,7 @@ class SessionReport:
     turns: int = 0
     warnings: list[ParseWarning] = field(default_factory=list)
     error: str | None = None  # could not be read now (retried next time)
+    excluded: bool = False  # on the exclusion list (funes.exclusion): nothing of it kept, nor recorded
     chunks: int = 0  # chunks the session yields
     blocks: int = 0
     blocks_dropped: int = 0  # secrets that could not be located safely
@@ -149,7 +151,11 @@ class IndexReport:
     peak_rss_bytes: int = 0  # most resident memory of this process or of one of its workers
 
     def _indexed(self) -> list[SessionReport]:
-        return [s for s in self.per_session.values() if s.error is None]
+        return [s for s in self.per_session.values() if s.error is None and not s.excluded]
+
+    @property
+    def excluded(self) -> int:
+        return sum(s.excluded for s in self.per_session.values())
 
     @property
     def sessions(self) -> int:
@@ -212,12 +218,25 @@ class SessionChunks:
     terms: TermCounts | None = None
 
 
-def parse_stage(unit: SourceUnit) -> ParsedSession:
+def parse_stage(unit: SourceUnit, exclusions: Exclusions | None = None) -> ParsedSession:
     """A unit parsed into turns; raises :class:`TraceReadError` when it cannot be
-    read now (see :func:`unreadable`)."""
+    read now (see :func:`unreadable`).  A session on the exclusion list (``exclusions``,
+    default the user's: :mod:`funes.exclusion`) comes back without its turns, marked
+    excluded: every path into a memory runs this stage, so none keeps a byte of it."""
+    exclusions = load_exclusions() if exclusions is None else exclusions
+    if exclusions.excludes_transcript(unit.path):
+        return excluded_session(unit)
     session = parse_unit(unit)
+    if exclusions.excludes_session(session):
+        return excluded_session(unit)
     report = SessionReport(unit.key, unit.signature, turns=len(session.turns), warnings=list(session.warnings))
     return ParsedSession(unit, session, report)
+
+
+def excluded_session(unit: SourceUnit) -> ParsedSession:
+    """An excluded unit's stage-1 output: no turns, no text, not even its cwd."""
+    return ParsedSession(unit, Session(unit.harness, unit.session_id, "", "", ""),
+                         SessionReport(unit.key, unit.signature, excluded=True))
 
 
 def unreadable(unit: SourceUnit, error: TraceReadError) -> SessionReport:
@@ -286,6 +305,8 @@ def store_stage(writer: MemoryWriter, sessions: Sequence[SessionChunks],
         item.report.chunks_added = len(ids & added)
         item.report.chunks_already_stored = len(ids) - item.report.chunks_added
         item.report.embedded_by_tier.update(tiers_embedded(item.chunks, stored_with_vector))
+        if item.report.excluded:
+            continue  # not recorded: taken off the list, it is indexed by the next run
         writer.coverage.record_success(item.unit, turns=item.report.turns, chunks=len(item.chunks),
                                        warnings=len(item.report.warnings))
 
@@ -336,15 +357,15 @@ def peak_rss_bytes() -> int:
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
-def prepare_unit(unit: SourceUnit, include_thinking: bool = True,
-                 count_terms: bool = False) -> SessionChunks | SessionReport:
+def prepare_unit(unit: SourceUnit, include_thinking: bool = True, count_terms: bool = False,
+                 exclusions: Exclusions | None = None) -> SessionChunks | SessionReport:
     """Stages 1 and 2 for one unit: its redacted chunks, or the report of why it
     cannot be read now (what a worker process returns).  With ``count_terms`` (its
     session is new to the table) also its chunks' BM25 term counts, which the writer
     would otherwise make itself: in a pool they are made beside the chunking, not in
     the one process that stores."""
     try:
-        parsed = parse_stage(unit)
+        parsed = parse_stage(unit, exclusions)
     except TraceReadError as exc:
         return unreadable(unit, exc)
     item = chunk_stage(parsed, include_thinking=include_thinking)
@@ -399,7 +420,7 @@ def unit_sizes(units: Sequence[SourceUnit]) -> dict[SourceUnit, int]:
 
 
 def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True, workers: int = 1,
-                   known_sessions: Container[str] | None = None,
+                   known_sessions: Container[str] | None = None, exclusions: Exclusions | None = None,
                    ) -> Iterator[tuple[SourceUnit, SessionChunks | SessionReport]]:
     """Each unit with its :func:`prepare_unit`, in order; with ``workers`` > 1 (at most
     one per :data:`POOL_BYTES_PER_WORKER` of transcripts) by a pool of spawned
@@ -417,8 +438,8 @@ def prepared_units(units: Sequence[SourceUnit], *, include_thinking: bool = True
     if workers > 1:
         sizes = unit_sizes(units)
 
-    def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool]:
-        return unit, include_thinking, known_sessions is not None and unit.session_id not in known_sessions
+    def arguments(unit: SourceUnit) -> tuple[SourceUnit, bool, bool, Exclusions | None]:
+        return unit, include_thinking, known_sessions is not None and unit.session_id not in known_sessions, exclusions
 
     if workers <= 1:
         for unit in units:
@@ -488,7 +509,8 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(cancel_futures=True)
 
 
-def _prepare_alone(unit: SourceUnit, arguments: tuple[SourceUnit, bool, bool]) -> SessionChunks | SessionReport:
+def _prepare_alone(unit: SourceUnit,
+                   arguments: tuple[SourceUnit, bool, bool, Exclusions | None]) -> SessionChunks | SessionReport:
     """:func:`prepare_unit` in a process of its own, for a unit that was in a worker
     when it died: its item, or if this process dies too, the report that it cannot
     be read now."""
@@ -524,6 +546,7 @@ def index_units(
     process alone stores, in the units' order, and records a unit only once its
     rows are committed."""
     started = time.monotonic()
+    exclusions = load_exclusions()  # once, before anything is read: a broken list stops the run
     report = IndexReport(units=len(units))
     changed = writer.coverage.changed(units)
     report.changed = len(changed)
@@ -547,7 +570,8 @@ def index_units(
     # sessions are read only when there is something to index (a run that finds nothing
     # changed reads no ids).
     for unit, item in prepared_units(changed, include_thinking=include_thinking, workers=workers,
-                                     known_sessions=writer.known_sessions() if changed else None):
+                                     known_sessions=writer.known_sessions() if changed else None,
+                                     exclusions=exclusions):
         if isinstance(item, SessionReport):  # could not be read now: retried next run
             writer.coverage.record_error(unit, item.error or "")
             report.per_session[unit.key] = item

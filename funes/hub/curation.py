@@ -22,7 +22,7 @@ prevents, it never retracts what already shipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,15 +126,21 @@ class ProjectSessions:
 
     @classmethod
     def of(cls, memory: Memory, project: str) -> ProjectSessions:
-        rows = memory.scan(SESSION_COLUMNS)
-        return cls.from_rows(rows, project)
+        """The project's sessions in ``memory``, those on the exclusion list left out."""
+        from funes.exclusion import ROW_COLUMNS, load_exclusions
+
+        rows = memory.scan(tuple(dict.fromkeys((*SESSION_COLUMNS, *ROW_COLUMNS))))
+        return cls.from_rows(rows, project, load_exclusions().excluded_keys(rows))
 
     @classmethod
-    def from_rows(cls, rows: pa.Table, project: str) -> ProjectSessions:
+    def from_rows(cls, rows: pa.Table, project: str, excluded: Set[str] = frozenset()) -> ProjectSessions:
+        """``excluded``: session keys (:func:`funes.traces.model.session_key`) left out."""
+        from funes.traces.model import session_key
+
         chunks: dict[str, list[str]] = {}
         own: dict[str, int] = {}
         for row in rows.to_pylist():
-            if row["repo"] != project:
+            if row["repo"] != project or (excluded and session_key(row["harness"] or "", row["session_id"]) in excluded):
                 continue
             top = row["parent_session_id"] if row["is_subagent"] and row["parent_session_id"] else row["session_id"]
             chunks.setdefault(top, []).append(row["id"])

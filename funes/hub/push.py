@@ -21,8 +21,9 @@ remote differ from the local ones are deleted from the remote in that same commi
 their redacted versions, when the scrub kept any, ship in their place.
 
 What ships: chunks whose whole block is embedded (the rest waits for its vectors) and
-passes the egress gate (:mod:`funes.hub.gate`); for a project memory, only the sessions
-this host included (:mod:`funes.hub.curation`).  New repos are private; an existing one
+passes the egress gate (:mod:`funes.hub.gate`), of sessions not on the exclusion list
+(:mod:`funes.exclusion`: a list that cannot be read stops the push); for a project memory,
+only the sessions this host included (:mod:`funes.hub.curation`).  New repos are private; an existing one
 keeps its visibility.  The first push from a memory to a remote holding none of its
 chunks asks first (off a terminal it refuses unless ``assume_yes``): it is a typo as
 often as a new memory.
@@ -44,6 +45,7 @@ from typing import Any
 import pyarrow as pa
 
 from funes.errors import FunesError, MemoryIncompatibleError, RemoteError, UsageError, WriterBusyError
+from funes.exclusion import ROW_COLUMNS, load_exclusions
 from funes.hub.card import CardStats, is_funes_card, render_card
 from funes.hub.curation import PROJECT_KEY, SESSION_COLUMNS, Curation, ProjectSessions, curation_path
 from funes.hub.gate import GateResult, gate, rows_by_id
@@ -95,6 +97,7 @@ class PushReport:
     project: str | None = None
     card: str = ""  # "written", "refreshed", "kept" (hand-written) or "" (no commit)
     attempts: int = 0
+    excluded: int = 0  # local chunks of sessions on the exclusion list, never shipped
     retracted: int = 0  # chunks of forgotten sessions removed from the remote by this push
     retracted_sessions: int = 0
     scrub_retracted: int = 0  # remote chunks holding text `funes scrub` replaced or dropped, removed by this push
@@ -236,8 +239,16 @@ class _Publication:
         self.local = local
         self.repo = HubRepo(remote)
         self.curation = Curation.load(remote)
-        self.sessions = local.scan((*SESSION_COLUMNS, "harness"))
+        from funes.traces.model import session_key
+
+        exclusions = load_exclusions()  # before anything is read: a broken list ships nothing
+        self.sessions = local.scan(tuple(dict.fromkeys((*SESSION_COLUMNS, *ROW_COLUMNS))))
         self.local_ids = frozenset(self.sessions.column("id").to_pylist())
+        self.excluded = frozenset(exclusions.excluded_keys(self.sessions))
+        self.excluded_ids = frozenset(
+            chunk for chunk, harness, session in zip(*(self.sessions.column(c).to_pylist() for c in
+                                                       ("id", "harness", "session_id")), strict=True)
+            if session_key(harness or "", session) in self.excluded) if self.excluded else frozenset()
         self.receipt = Receipt.load(location, remote)
         self.first_push = self.receipt is None
         # Read before the records: whatever is forgotten or scrubbed after this moment
@@ -310,9 +321,10 @@ class _Publication:
             raise UsageError(f"{self.remote.uri} is the project memory of {stamped}, but this host's curation"
                              f" names {self.curation.project}: correct {curation_path(self.remote)}")
         report.project = stamped or self.curation.project
+        report.excluded = len(self.excluded_ids)
         if report.project is None:
-            return set(self.local_ids)
-        project = ProjectSessions.from_rows(self.sessions, report.project)
+            return set(self.local_ids - self.excluded_ids)
+        project = ProjectSessions.from_rows(self.sessions, report.project, self.excluded)
         report.pending_review = project.pending(self.curation, remote_table.ids if remote_table else ())
         return project.admitted(self.curation)
 
