@@ -794,6 +794,34 @@ def write_openclaw(root: Path, sessions: list[ScriptedSession]) -> Path:
     conn.close()
     return root
 
+
+def write_codebuff(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/projects/<project>/chats/<chat id>/chat-messages.json``: the CLI's
+    ChatMessage list, each answer's steps as text, reasoning and tool blocks."""
+    tools = {"shell": "run_terminal_command", "read": "read_files", "edit": "str_replace", "write": "write_file",
+             "search": "code_search"}
+    for session in sessions:
+        started = session.exchanges[0].started
+        chat = _iso(started).replace(":", "-")
+        messages = []
+        for e, exchange in enumerate(session.exchanges):
+            at = int(exchange.started * 1000)
+            messages.append({"id": f"user-{at}", "variant": "user", "content": exchange.prompt, "timestamp": "9:00 AM"})
+            blocks = []
+            for _, step in _steps(exchange):
+                if step.thinking:
+                    blocks.append({"type": "text", "content": step.thinking, "textType": "reasoning"})
+                blocks.append({"type": "text", "content": step.text})
+                blocks += [{"type": "tool", "toolCallId": c.id, "toolName": tools[c.kind],
+                            "input": {"paths": [c.args["path"]]} if c.kind == "read" else c.args,
+                            "output": c.result} for c in step.calls]
+            messages.append({"id": f"ai-{at + 1000}-{e:x}", "variant": "ai", "content": "", "blocks": blocks,
+                             "timestamp": "9:00 AM", "isComplete": True})
+        path = root / "projects" / Path(session.cwd).name / "chats" / chat / "chat-messages.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(messages, indent=2))
+    return root
+
 def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
     document per message and per part, times in ms)."""
@@ -1002,7 +1030,7 @@ SCRIPTED_WRITERS = {
     "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
     "hermes": write_hermes, "parquet": write_parquet,
 }
-SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw)
+SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw, codebuff=write_codebuff)
 from synthetic_more import WRITERS as _MORE_WRITERS  # noqa: E402 - its writers use this module's
 SCRIPTED_WRITERS.update(_MORE_WRITERS)
 REAL_COPIES = ("claude", "pi")

@@ -31,6 +31,7 @@ BUILTIN = {
     "amp": "amp",
     "claude": "claude_code",
     "cline": "cline",
+    "codebuff": "codebuff",
     "codex": "codex",
     "copilot": "copilot_cli",
     "crush": "crush",
@@ -49,7 +50,7 @@ BUILTIN = {
     "roo": "roo_code",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
-READ_ONLY = {"aider"}  # swept, not wired
+READ_ONLY = {"aider", "codebuff"}  # swept, not wired
 SWEPT = [name for name in BUILTIN if name not in READ_BY_PATH_ONLY]  # in folder order
 WIRED = [name for name in SWEPT if name not in READ_ONLY]
 
