@@ -163,8 +163,9 @@ class RecallService:
 def _tool_parameter(argument: FilterArgument) -> inspect.Parameter:
     """A filter as a tool argument: a string, or null to leave it out; its help the
     description in the tool's input schema."""
+    kind = bool | None if argument.off_flag else str | None
     return inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                             annotation=Annotated[str | None, Field(description=argument.help)])
+                             annotation=Annotated[kind, Field(description=argument.help)])
 
 
 def tool_filters(tool: str, **given_as: str) -> Callable:

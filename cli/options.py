@@ -38,7 +38,7 @@ def filtered(command: str, parameter: Callable[[FilterArgument], inspect.Paramet
             given = {argument.name: kwargs.pop(argument.name) for argument in arguments}
             given |= {name: kwargs[own] for name, own in given_as.items()}
             if blank_is_absent:
-                given = {name: value or None for name, value in given.items()}
+                given = {name: None if value == "" else value for name, value in given.items()}
             return function(*args, filters=Filters.parse(**given), **kwargs)
 
         # inspect.signature stops at __signature__, so typer and the MCP SDK read the
@@ -56,6 +56,10 @@ def filtered(command: str, parameter: Callable[[FilterArgument], inspect.Paramet
 
 
 def _typer_option(argument: FilterArgument) -> inspect.Parameter:
+    if argument.off_flag:  # a switch: --flag, --off-flag or neither
+        flags = [f"{argument.flag}/{argument.off_flag}", *([argument.short] if argument.short else [])]
+        return inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=bool | None,
+                                 default=typer.Option(None, *flags, help=argument.help))
     return inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str,
                              default=typer.Option(None, argument.flag, help=argument.help))
 

@@ -168,7 +168,9 @@ def query_paths(given: str, *, cwd: str | None = None) -> list[str]:
     A path starting with ``/``, ``./``, ``../`` or ``~`` names a file on this machine:
     it is made absolute (from ``cwd``, default the process's), and when it lies in a
     git checkout here its path relative to that checkout's top folder is asked for
-    too.  Any other path is taken as relative to a repository's root, as stored."""
+    too.  (An absolute path in no checkout here may be one recorded on another
+    machine: :func:`relative_elsewhere` and :func:`recorded_roots`.)  Any other path is
+    taken as relative to a repository's root, as stored."""
     text = _LINE_BREAKING.sub(" ", given.strip())
     local = text.startswith(("/", "./", "../", "~")) or text in (".", "..") or _is_windows(text)
     if not local:
@@ -185,6 +187,31 @@ def query_paths(given: str, *, cwd: str | None = None) -> list[str]:
         if relative is not None and relative != ".":
             forms.append(relative)
     return forms
+
+
+def relative_elsewhere(absolute: str, tops: Sequence[str]) -> str | None:
+    """``absolute``, a path recorded in another checkout of the repository whose
+    checkouts here are ``tops``, relative to that checkout: the longest tail of it
+    that exists in one of ``tops``, else the tail after a folder named as one of
+    them; None when neither."""
+    parts = [part for part in absolute.replace("\\", "/").split("/") if part]
+    tails = ["/".join(parts[start:]) for start in range(1, len(parts))]
+    for tail in tails:
+        if any(os.path.lexists(os.path.join(top, tail)) for top in tops):
+            return tail
+    names = {posixpath.basename(top.rstrip("/")) for top in tops}
+    for start in range(len(parts) - 2, -1, -1):
+        if parts[start] in names:
+            return "/".join(parts[start + 1:])
+    return None
+
+
+def recorded_roots(absolute: str) -> list[tuple[str, str]]:
+    """Every way ``absolute`` may be a path stored relative to the root of a session
+    recorded at that root (or below it): ``(root, relative)`` pairs, for paths asked
+    for as another machine recorded them."""
+    parts = [part for part in absolute.split("/") if part] if absolute.startswith("/") else []
+    return [("/" + "/".join(parts[:cut]), "/".join(parts[cut:])) for cut in range(1, len(parts))]
 
 
 def matches_path(path: str, forms: Iterable[str]) -> bool:

@@ -16,11 +16,12 @@ from typing import Any
 from funes.chunking import reassemble
 from funes.errors import FunesError, bounded_int
 from funes.memory.reader import Memory
-from funes.provenance import decode_commands, decode_files, matches_path
+from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import MAX_HISTORY_LIMIT
 from funes.retrieval.filters import Filters
 
-COLUMNS = ("session_id", "turn_uuid", "seq", "ts", "harness", "workdir", "repo", "branch", "files", "commands")
+COLUMNS = ("session_id", "turn_uuid", "seq", "ts", "harness", "workdir", "cwd", "repo", "branch", "files",
+           "commands")
 TEXT_COLUMNS = ("seq", "role", "block_type", "block_idx", "split_idx", "char_start", "text")
 LOOKBACK = 20  # turns searched back for the explanation
 EXPLANATION_CHARS = 600
@@ -92,7 +93,7 @@ def file_history(memory: Memory, filters: Filters, *, limit: int = 50) -> Histor
     entries = []
     for row in shown:
         files = decode_files(row["files"])
-        touches = [Touch(f.path, list(f.actions)) for f in files if matches_path(f.path, filters.file_forms)]
+        touches = [Touch(f.path, list(f.actions)) for f in files if filters.touches(f.path, row["cwd"])]
         text, seq = explanations.get((row["session_id"], int(row["seq"] or 0)), ("", None))
         entries.append(HistoryEntry(
             session_id=row["session_id"], turn_uuid=row["turn_uuid"], seq=int(row["seq"] or 0), ts=row["ts"] or "",

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -156,7 +157,7 @@ def repo_from_remote_url(url: str) -> str | None:
     return f"{segments[-2]}/{segments[-1]}"
 
 
-def _git_dirs(start: Path) -> tuple[Path, Path] | None:
+def git_dirs(start: Path) -> tuple[Path, Path] | None:
     """(the checkout's own git dir, which holds HEAD; the common git dir, which
     holds config) for the checkout containing ``start``.  They differ for a
     worktree, whose ``.git`` file points at ``<common>/worktrees/<name>``."""
@@ -188,7 +189,7 @@ def checkout_identity(cwd: str) -> tuple[str | None, str | None]:
         start = Path(cwd)
         if not start.is_dir():
             return None, None
-        dirs = _git_dirs(start)
+        dirs = git_dirs(start)
         if dirs is None:
             return None, None
         own_dir, common_dir = dirs
@@ -206,6 +207,23 @@ def checkout_identity(cwd: str) -> tuple[str | None, str | None]:
     url = urls.get("origin") or next(iter(urls.values()), None)
     branch = clean_branch(head.removeprefix("ref: refs/heads/")) if head.startswith("ref: refs/heads/") else None
     return (repo_from_remote_url(url) if url else None), branch
+
+
+@lru_cache(maxsize=1024)
+def root_commit(cwd: str) -> str | None:
+    """The oldest root commit of the checkout containing ``cwd`` (what a repository
+    without a remote naming ``owner/name`` is known by: every clone, worktree and moved
+    checkout of it shares it), or None (no checkout, no commit yet, no git).  One git
+    call per checkout a process meets; only for checkouts without such a remote."""
+    if not cwd or not Path(cwd).is_dir():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", cwd, "rev-list", "--max-parents=0", "HEAD"], capture_output=True,
+                              text=True, timeout=5, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    roots = done.stdout.split() if done.returncode == 0 else []
+    return roots[-1] if roots else None  # rev-list lists newest first: the last is the oldest
 
 
 # ---------------------------------------------------------------------------- tool-call provenance
@@ -374,11 +392,12 @@ def finish_session(session: Session) -> Session:
     """What every parser does last: name tool results, keep exit codes on command
     results only, and fill the repository
     and branch the trace does not record from the checkout at the session's cwd
-    (as it is now: a branch switched since is not seen)."""
+    (as it is now: a branch switched since is not seen); a checkout whose remotes
+    name no ``owner/name`` is recorded by its root commit (funes/projects.py)."""
     _settle_tool_results(session)
     if session.repo is None or session.branch is None:
         repo, branch = checkout_identity(session.cwd)
-        session.repo = session.repo or repo
+        session.repo = session.repo or repo or root_commit(session.cwd)
         session.branch = session.branch or branch
     return session
 
