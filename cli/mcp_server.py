@@ -302,9 +302,11 @@ def build_server(default_memory: str | None) -> Any:
         budget: BUDGET = DEFAULT_BUDGET,
     ) -> str:
         from funes.retrieval.format import format_recall
+        from funes.retrieval.stale import mark_stale
 
         result = service.recaller(memory).recall(query, k=k, candidates=candidates, neighbors=neighbors,
                                                  filters=filters, half_life=half_life)
+        mark_stale(result.hits)  # against the checkout the server runs in: the agent's
         return format_recall(result, budget)
 
     @tool("get", GET_DESCRIPTION)

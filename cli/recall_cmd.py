@@ -54,6 +54,8 @@ def recall_command(
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
+    no_stale: bool = typer.Option(False, "--no-stale",
+                                  help="Skip the stale marks (files changed since a hit's turn, another branch)."),
     fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",
                                help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
 ) -> None:
@@ -89,6 +91,10 @@ def recall_command(
             _run_batch(recaller, batch, k, options)
             return
         result = recaller.recall(query, k=k, **options)
+        if not no_stale:
+            from funes.retrieval.stale import mark_stale
+
+            mark_stale(result.hits)
         if as_json:
             print_json(hits_json(result))
         else:

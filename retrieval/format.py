@@ -54,9 +54,11 @@ def quoted(text: str) -> str:
 
 
 def _header(hit: Hit, memory_label: str) -> list[str]:
+    mark = hit.stale.line() if hit.stale is not None else None
     return [f"[{field(hit.ts)}] {field(hit.harness)} {field(hit.workdir)}/{field(hit.session_id[:8])} "
             f"{field(hit.block_type)}  score={hit.score:.3f}",
-            f"  → get {field(hit.session_id)} {field(hit.turn_uuid)} --memory {field(memory_label)}"]
+            f"  → get {field(hit.session_id)} {field(hit.turn_uuid)} --memory {field(memory_label)}",
+            *([f"  ! {' '.join(field(word) for word in mark.split(' '))}"] if mark else [])]
 
 
 def _neighbor_line(neighbor: Neighbor) -> str:

@@ -79,9 +79,13 @@ class Hit:
     files: list[dict[str, Any]] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    # What moved on since the turn in the checkout the query ran in (retrieval/stale.py);
+    # None when it was not checked or could not be told.
+    stale: Any = None
 
     def to_json(self, memory_label: str) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors",)}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors", "stale")}
+        out["stale"] = self.stale.to_json() if self.stale is not None else None
         out["memory"] = memory_label
         out["neighbors"] = [n.__dict__ for n in self.neighbors]
         return out
