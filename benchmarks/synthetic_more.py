@@ -6,10 +6,11 @@ shapes follow each agent's FORMAT.md and test fixtures."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import synthetic
-from synthetic import ScriptedSession
+from synthetic import Call, ScriptedSession
 
 
 def write_kilo(root: Path, sessions: list[ScriptedSession]) -> Path:
@@ -18,4 +19,50 @@ def write_kilo(root: Path, sessions: list[ScriptedSession]) -> Path:
     return db.rename(db.with_name("kilo.db"))
 
 
-WRITERS = {"kilo": write_kilo}
+_CONTINUE_TOOLS = {"shell": "Bash", "read": "Read", "edit": "Edit", "write": "Write", "search": "Search"}
+
+
+def _continue_args(call: Call) -> dict:
+    args = dict(call.args)
+    if "path" in args and call.kind != "search":
+        args["file_path" if call.kind == "edit" else "filepath"] = args.pop("path")
+    return args
+
+
+def write_continue(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions/<id>.json``: the CLI's shape (results in each call's state,
+    reasoning on the assistant item), pretty-printed as Continue writes it, and the
+    ``sessions.json`` list."""
+    folder = root / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    listing = []
+    for session in sessions:
+        history = []
+        for exchange in session.exchanges:
+            history.append({"message": {"role": "user", "content": exchange.prompt}, "contextItems": []})
+            for offset, step in synthetic._steps(exchange):
+                calls = [{"id": c.id, "type": "function", "function": {
+                    "name": _CONTINUE_TOOLS[c.kind], "arguments": json.dumps(_continue_args(c))}} for c in step.calls]
+                item = {"message": {"role": "assistant", "content": step.text, **({"toolCalls": calls} if calls else {})},
+                        "contextItems": []}
+                if step.thinking:
+                    start = int(exchange.at(offset) * 1000)
+                    item["reasoning"] = {"active": False, "text": step.thinking, "startAt": start, "endAt": start + 900}
+                if calls:
+                    item["toolCallStates"] = [{
+                        "toolCallId": c.id, "toolCall": call, "status": "errored" if c.is_error else "done",
+                        "parsedArgs": _continue_args(c),
+                        "output": [{"content": c.result, "name": "Tool Result", "description": "Tool execution result"}],
+                    } for c, call in zip(step.calls, calls)]
+                history.append(item)
+        document = {"sessionId": session.id, "title": session.exchanges[0].prompt[:40],
+                    "workspaceDirectory": session.cwd, "history": history}
+        (folder / f"{session.id}.json").write_text(json.dumps(document, indent=2), encoding="utf-8")
+        listing.append({"sessionId": session.id, "title": document["title"],
+                        "dateCreated": str(int(session.exchanges[0].started * 1000)),
+                        "workspaceDirectory": session.cwd, "messageCount": len(history)})
+    (folder / "sessions.json").write_text(json.dumps(listing, indent=2), encoding="utf-8")
+    return folder
+
+
+WRITERS = {"kilo": write_kilo, "continuedev": write_continue}

@@ -33,6 +33,7 @@ BUILTIN = {
     "cline": "cline",
     "codebuff": "codebuff",
     "codex": "codex",
+    "continuedev": "continue_dev",
     "copilot": "copilot_cli",
     "crush": "crush",
     "cursor": "cursor",
