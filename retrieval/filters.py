@@ -23,7 +23,7 @@ from funes.retrieval.bounds import MAX_NEEDLE_CHARS
 from funes.traces.common import workdir_facet
 from funes.traces.model import BLOCK_TYPES
 
-_ROOT_COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
+ROOT_COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
 _RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
@@ -162,7 +162,7 @@ class Filters:
             facet = workdir_facet(raw.workdir.rstrip("/\\") or raw.workdir)
             if not facet:
                 raise UsageError(f"--workdir {raw.workdir!r}: expected a directory path or a workdir facet")
-        if raw.repo and not (re.fullmatch(r"[^/\s]+/[^/\s]+", raw.repo) or _ROOT_COMMIT.fullmatch(raw.repo)):
+        if raw.repo and not (re.fullmatch(r"[^/\s]+/[^/\s]+", raw.repo) or ROOT_COMMIT.fullmatch(raw.repo)):
             raise UsageError(f"--repo {raw.repo!r}: expected owner/name or a root commit's hash")
         start = parse_when(raw.since, flag="--since", now=now) if raw.since else None
         end = parse_when(raw.until, flag="--until", now=now, end_of_day=True) if raw.until else None
@@ -243,7 +243,7 @@ class Filters:
             # Facets hold only [A-Za-z0-9-], so LIKE needs no escaping.
             clauses.append(f"workdir LIKE {quote(self.workdir + '%')}")
         if self.repo:
-            clauses.append(f"strpos(lower(repo), {quote(self.repo.lower())}) = 1" if _ROOT_COMMIT.fullmatch(self.repo)
+            clauses.append(f"strpos(lower(repo), {quote(self.repo.lower())}) = 1" if ROOT_COMMIT.fullmatch(self.repo)
                            else f"lower(repo) = {quote(self.repo.lower())}")
         if self.project:
             clauses.append(self.project.predicate())

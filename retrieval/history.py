@@ -10,7 +10,7 @@ is not the agent's explanation)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from funes.chunking import reassemble
@@ -18,7 +18,7 @@ from funes.errors import FunesError, bounded_int
 from funes.memory.reader import Memory
 from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import MAX_HISTORY_LIMIT
-from funes.retrieval.filters import Filters
+from funes.retrieval.filters import ROOT_COMMIT, Filters
 
 COLUMNS = ("session_id", "turn_uuid", "seq", "ts", "harness", "workdir", "cwd", "repo", "branch", "files",
            "commands")
@@ -65,6 +65,7 @@ class History:
     turns: int  # every turn that touched the path
     sessions: int
     memory_label: str = ""
+    projects: list[str] = field(default_factory=list)  # of every such turn (project_label), when not scoped to one
 
     @property
     def truncated(self) -> bool:
@@ -100,7 +101,18 @@ def file_history(memory: Memory, filters: Filters, *, limit: int = 50) -> Histor
             harness=row["harness"] or "", workdir=row["workdir"] or "", repo=row["repo"] or "",
             branch=row["branch"] or "", touches=touches, commands=decode_commands(row["commands"]),
             explanation=text, explanation_seq=seq))
-    return History(filters.file, entries, turns.height, turns["session_id"].n_unique(), memory.location.label)
+    projects = [] if filters.project is not None else sorted(
+        {project_label(repo, workdir) for repo, workdir in turns.select("repo", "workdir").iter_rows()})
+    return History(filters.file, entries, turns.height, turns["session_id"].n_unique(), memory.location.label,
+                   projects)
+
+
+def project_label(repo: str | None, workdir: str | None) -> str:
+    """How a turn's project is named: its repository (a root commit by its first 12
+    digits), else its workdir."""
+    if repo:
+        return repo[:12] if ROOT_COMMIT.fullmatch(repo) else repo
+    return workdir or "?"
 
 
 def _narrowed(filters: Filters) -> bool:
@@ -161,10 +173,13 @@ def format_history(history: History) -> str:
     parts.append(f"{history.turns} turn(s) in {history.sessions} session(s) touched {field(history.path)}"
                  + (f"; listed the newest {len(history.entries)}: narrow with filters or raise --limit"
                     if history.truncated else ""))
+    if len(history.projects) > 1:
+        parts.append(f"in {len(history.projects)} projects: {' '.join(map(field, history.projects))}; "
+                     "--here, --repo or --workdir keeps to one")
     return "\n".join(parts)
 
 
 def history_json(history: History) -> dict[str, Any]:
     return {"memory": history.memory_label, "path": history.path, "turns": history.turns,
-            "sessions": history.sessions, "truncated": history.truncated,
+            "sessions": history.sessions, "truncated": history.truncated, "projects": history.projects,
             "entries": [e.to_json() for e in history.entries]}
