@@ -67,7 +67,8 @@ def test_a_classic_extension_task(isolated_env):
     edits = [f for x in session.turns for b in x.blocks for f in b.files if f.action == "edit"]
     assert edits == [FileTouch("billing/export.py", "edit")]
     # the task folder, its history file and the tasks folder name the same one task
-    for root in (STORAGE / "tasks", STORAGE / "tasks" / TASK, STORAGE / "tasks" / TASK / "api_conversation_history.json"):
+    folder = STORAGE / "tasks" / TASK
+    for root in (STORAGE / "tasks", folder, folder / "api_conversation_history.json"):
         assert [unit.session_id for unit in kilo.discover(root)] == [TASK]
 
 

@@ -35,18 +35,19 @@ from funes.agents.continuedev import AGENT, SESSION_LIST
 from funes.traces.common import (
     TurnCollector,
     as_str,
+    call_arguments,
+    command_text,
     file_unit,
     finish_session,
     joined_text,
     normalize_ts,
     opt_str,
     path_touches,
-    record_call,
-    tool_input_text,
     workdir_facet,
 )
+from funes.traces.content_parts import function_call_blocks
 from funes.traces.jsonl import SHAPE_ERRORS, load_json_file
-from funes.traces.model import Block, ParseWarning, Session, SourceUnit
+from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 
 HARNESS = AGENT.harness
 
@@ -128,18 +129,13 @@ def _content_text(content: Any) -> str:
     return content if isinstance(content, str) else joined_text(content)
 
 
-def _tool_use(call: dict[str, Any]) -> Block:
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
-    name = opt_str(function.get("name"))
-    arguments = function.get("arguments")
-    block = Block("tool_use", tool_input_text(arguments), name, opt_str(call.get("id")))
+def _provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
     if name in _FILE_TOOLS:
-        record_call(block, arguments, action=_FILE_TOOLS[name])
-        if not block.files:  # the IDE's tools name it ``filepath``
-            block.files = path_touches(arguments, _FILE_KEYS, _FILE_TOOLS[name])[:1]
-    elif name in _SHELL_TOOLS:
-        record_call(block, arguments, shell=True)
-    return block
+        return path_touches(arguments, _FILE_KEYS, _FILE_TOOLS[name])[:1], None
+    if name in _SHELL_TOOLS:
+        mapping = call_arguments(arguments)
+        return (), command_text(mapping.get("command")) if mapping is not None else None
+    return (), None
 
 
 def _state_result(state: dict[str, Any]) -> Block | None:
@@ -176,12 +172,12 @@ def parse(unit: SourceUnit) -> Session:
             role = message["role"]
             reasoning = item.get("reasoning") if isinstance(item.get("reasoning"), dict) else {}
             ts = normalize_ts(reasoning.get("startAt")) or fallback_ts
+            content = _content_text(message.get("content"))
             if role == "user":
-                turns.add(turn_uuid, turns.last_uuid, "user", ts, [Block("text", _content_text(message.get("content")))])
+                turns.add(turn_uuid, turns.last_uuid, "user", ts, [Block("text", content)])
             elif role == "assistant":
-                calls = [call for call in message.get("toolCalls") or () if isinstance(call, dict)]
-                blocks = [Block("thinking", as_str(reasoning.get("text"))), Block("text", _content_text(message.get("content")))]
-                blocks += [_tool_use(call) for call in calls]
+                blocks = [Block("thinking", as_str(reasoning.get("text"))), Block("text", content),
+                          *function_call_blocks(message.get("toolCalls"), _provenance)]
                 names.update({block.tool_use_id: block.tool_name for block in blocks if block.tool_use_id})
                 turns.add(turn_uuid, turns.last_uuid, "assistant", ts, blocks)
                 for state in item.get("toolCallStates") or ():
@@ -190,13 +186,12 @@ def parse(unit: SourceUnit) -> Session:
                         answered.add(result.tool_use_id)
                         turns.add(f"{turn_uuid}:{result.tool_use_id}", turns.last_uuid, "tool", ts, [result])
             elif role == "thinking":
-                turns.add(turn_uuid, turns.last_uuid, "assistant", ts,
-                          [Block("thinking", _content_text(message.get("content")))])
+                turns.add(turn_uuid, turns.last_uuid, "assistant", ts, [Block("thinking", content)])
             elif role == "tool":
                 call_id = opt_str(message.get("toolCallId"))
                 if call_id not in answered or call_id is None:
-                    turns.add(turn_uuid, turns.last_uuid, "tool", ts, [Block(
-                        "tool_result", _content_text(message.get("content")), names.get(call_id), call_id)])
+                    turns.add(turn_uuid, turns.last_uuid, "tool", ts,
+                              [Block("tool_result", content, names.get(call_id), call_id)])
         except SHAPE_ERRORS as exc:
             session.warnings.append(ParseWarning(str(path), 0, f"history item {index}: unexpected shape "
                                                                f"({type(exc).__name__}: {exc})"))
