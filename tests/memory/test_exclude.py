@@ -138,3 +138,82 @@ def test_the_list_is_one_commented_file_and_bad_patterns_are_one_line_errors(iso
     assert f"{exclusion_path()}:7: 'not a pattern'" in capsys.readouterr().err
     with pytest.raises(UsageError):
         index(write_sessions(isolated_env / "work"))
+
+
+# ---------------------------------------------------------------- every other way in, and out
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("hub_env")
+def test_a_push_ships_no_byte_of_a_session_excluded_after_it_was_indexed(isolated_env, hub_server, capsys):
+    from hub_helpers import everything_published, index_into_local_memory
+
+    root = isolated_env / "work"
+    index_into_local_memory(write_sessions(root))  # indexed and embedded before the list names them
+    exclude_all(root)  # kept in the memory (not --forget): the push must leave them out
+    assert "marmalade-osprey-4471" in everything_stored(memory_dir())
+    repo_id = "test-user/exclude-push"
+    assert run_cli("push", repo_id, "--yes") == 0, capsys.readouterr().err
+    published = everything_published(hub_server, repo_id)
+    assert "lantern-heron-2210" in published
+    for text in EXCLUDED_WORDS:
+        assert next(word for word in text.split() if "-" in word) not in published
+    # A list that cannot be read ships nothing (fail-closed).
+    from funes.exclusion import exclusion_path
+
+    with exclusion_path().open("a") as out:
+        out.write("not a pattern\n")
+    assert run_cli("push", "test-user/exclude-push-broken", "--yes") == 2
+    assert "not a pattern" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_hook_keeps_an_excluded_session_out(isolated_env, monkeypatch):
+    """The per-turn hook as Claude Code runs it (its Stop payload on stdin), its worker detached."""
+    import os
+
+    from agent_helpers import wait_for
+    from funes.wiring import Binding
+
+    monkeypatch.setenv("FUNES_HOOK_IDLE_S", "0")
+    root = isolated_env / "work"
+    paths = write_sessions(root)
+    exclude_all(root)
+    for path in paths:
+        payload = {"session_id": path.stem, "transcript_path": str(path), "cwd": str(root),
+                   "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False}
+        result = subprocess.run(Binding(None).hook_command("claude"), input=json.dumps(payload).encode(),
+                                capture_output=True, timeout=30, env=os.environ.copy())
+        assert result.returncode == 0 and result.stderr == b""
+    log = memory_dir().parent / "logs" / "hooks.log"
+    wait_for(lambda: log.exists() and "indexed" in log.read_text() and not any(
+        (memory_dir().parent / "spool").glob("*.json")), timeout=120)
+    wait_for(lambda: "lantern-heron-2210" in everything_stored(memory_dir()), timeout=60)
+    assert_in_no_byte(memory_dir(), EXCLUDED_WORDS)
+
+
+@pytest.mark.slow
+def test_a_dagster_run_keeps_an_excluded_session_out(isolated_env, tmp_path):
+    """The index chain materialised over a trace root, as a Dagster backfill runs it:
+    the memory and the chain's own store (under the memory folder) hold none of it."""
+    import dagster as dg
+
+    from funes.pipelines.definitions import defs
+
+    root = isolated_env / "work"
+    paths = write_sessions(root)
+    exclude_all(root)
+    memory = tmp_path / "chain-memory"
+    keys = sorted(f"claude_code--{path.stem}" for path in paths)
+    config = {"resources": {"memory": {"config": {"memory": str(memory)}},
+                            "chain_store": {"config": {"memory": str(memory)}},
+                            "traces": {"config": {"roots": [str(root / "transcripts")]}}}}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sessions", keys)
+        ordered = [key for key in instance.get_dynamic_partitions("sessions") if key in set(keys)]
+        result = defs.resolve_job_def("index_sessions").execute_in_process(
+            instance=instance, run_config=config, raise_on_error=False,
+            tags={"dagster/asset_partition_range_start": ordered[0], "dagster/asset_partition_range_end": ordered[-1]})
+    assert result.success
+    assert "lantern-heron-2210" in everything_stored(memory)
+    assert_in_no_byte(memory, EXCLUDED_WORDS)
