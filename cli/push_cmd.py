@@ -45,7 +45,7 @@ def push_command(
             "card": report.card, "attempts": report.attempts, "retracted": report.retracted,
             "retracted_sessions": report.retracted_sessions,
             "scrub_retracted": report.scrub_retracted, "history_purged": report.history_purged,
-            "releases_holding": report.releases_holding,
+            "releases_holding": report.releases_holding, "excluded": report.excluded,
         })
 
 
