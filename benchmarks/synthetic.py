@@ -822,6 +822,39 @@ def write_codebuff(root: Path, sessions: list[ScriptedSession]) -> Path:
         path.write_text(json.dumps(messages, indent=2))
     return root
 
+
+def write_grok(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/grok.db``: Grok CLI's sessions and messages (one AI SDK ModelMessage per row)."""
+    grok = _fixture_module("agents/grok/make_grok_db.py")
+    db = root / "grok.db"
+    root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(grok.SCHEMA)
+    tools = {"shell": "bash", "read": "read_file", "edit": "edit_file", "write": "write_file", "search": "grep"}
+    with conn:
+        conn.execute("INSERT INTO workspaces VALUES ('w', 'w', '/', NULL, 'w', '')")
+        for session in sessions:
+            conn.execute("INSERT INTO sessions (id, workspace_id, model, mode, cwd_at_start, cwd_last, status, "
+                         "created_at, updated_at) VALUES (?, 'w', 'grok-4', 'agent', ?, ?, 'active', '', '')",
+                         (session.id, session.cwd, session.cwd))
+            messages = []
+            for exchange in session.exchanges:
+                messages.append(({"role": "user", "content": [{"type": "text", "text": exchange.prompt}]},
+                                 exchange.started))
+                for offset, step in _steps(exchange):
+                    parts = [{"type": "reasoning", "text": step.thinking}] if step.thinking else []
+                    parts += [{"type": "text", "text": step.text}]
+                    parts += [grok.call(c.id, tools[c.kind], c.args) for c in step.calls]
+                    messages.append(({"role": "assistant", "content": parts}, exchange.at(offset)))
+                    messages += [(grok.result(c.id, tools[c.kind], {"type": "error-text" if c.is_error else "text",
+                                                                    "value": c.result}), exchange.at(offset + 5))
+                                 for c in step.calls]
+            conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
+                             [(session.id, seq, message["role"], json.dumps(message), _iso(at))
+                              for seq, (message, at) in enumerate(messages, 1)])
+    conn.close()
+    return db
+
 def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
     document per message and per part, times in ms)."""
@@ -1030,7 +1063,7 @@ SCRIPTED_WRITERS = {
     "aider": write_aider, "goose": write_goose, "crush": write_crush, "opencode": write_opencode,
     "hermes": write_hermes, "parquet": write_parquet,
 }
-SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw, codebuff=write_codebuff)
+SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw, codebuff=write_codebuff, grok=write_grok)
 from synthetic_more import WRITERS as _MORE_WRITERS  # noqa: E402 - its writers use this module's
 SCRIPTED_WRITERS.update(_MORE_WRITERS)
 REAL_COPIES = ("claude", "pi")

@@ -40,6 +40,7 @@ BUILTIN = {
     "forge": "forge",
     "gemini": "gemini_cli",
     "goose": "goose",
+    "grok": "grok_cli",
     "hermes": "hermes",
     "kilo": "kilo_code",
     "kiro": "kiro_cli",
