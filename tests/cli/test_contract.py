@@ -39,7 +39,7 @@ def test_the_recall_example_is_what_the_formatter_prints(memory_home):
     assert format_recall(_result([hit])) == example
     # The layout block names the same line shapes, the count of hits the budget left out last.
     shapes = [line.split("<")[0] for line in layout.splitlines()]
-    assert shapes == ["[", "  → get ", "> ", "  ~ [", "---", ""]
+    assert shapes == ["[", "  → get ", "  ! ", "> ", "  ~ [", "---", ""]
     assert layout.splitlines()[-1] == "<N> more hits: a larger budget (--budget) or k (-k) shows them"
     assert re.search(r"^Contract version: \d+ ", CONTRACT.read_text(encoding="utf-8"), flags=re.M)
 
