@@ -135,8 +135,23 @@ def cursor_turn(home: Path, word: str) -> dict:
             "status": "completed", "workspace_roots": ["/home/dev/notes"]}
 
 
+def grok_turn(home: Path, word: str) -> dict:
+    """Grok CLI's Stop payload names the session by id; the turn is a row of ~/.grok/grok.db."""
+    from trace_helpers import fixture_module
+
+    builder = fixture_module("agents/grok/make_grok_db.py")
+    db = home / ".grok" / "grok.db"
+    if not db.exists():
+        builder.build(db)
+    with sqlite3.connect(db) as conn:
+        seq = conn.execute("SELECT MAX(seq) + 1 FROM messages WHERE session_id = ?", (builder.MAIN,)).fetchone()[0]
+        conn.execute("INSERT INTO messages VALUES (?, ?, 'assistant', ?, ?)", (builder.MAIN, seq, json.dumps(
+            {"role": "assistant", "content": [{"type": "text", "text": sentence(word)}]}), builder.at(59)))
+    return {"hook_event_name": "Stop", "session_id": builder.MAIN, "cwd": "/home/dev/kiln"}
+
+
 TURNS = {"claude": claude_turn, "codex": codex_turn, "hermes": hermes_turn, "opencode": opencode_turn,
-         "goose": goose_turn, "cursor": cursor_turn}
+         "goose": goose_turn, "cursor": cursor_turn, "grok": grok_turn}
 
 
 # ---------------------------------------------------------------- running hooks
