@@ -80,10 +80,13 @@ def delete(document: JsonText, position: Position) -> None:
 class SettingsHooksWiring(Wiring):
     """An agent that keeps funes's MCP server (``mcpServers.funes``: ``command``,
     ``args``) and its hooks in one ``<home>/settings.json``, with a user skill under
-    ``<home>/skills``.  Such agents differ only in the event that ends a turn and
-    the unit of a hook's ``timeout``, which a subclass names."""
+    ``<home>/skills``.  Such agents differ only in the event that ends a turn, the
+    one fired before a compaction summarises the conversation (the same command
+    indexes the turns it is about to drop) and the unit of a hook's ``timeout``,
+    which a subclass names."""
 
     index_event: str
+    compact_event: str
     hook_timeout: int  # it only bounds the hand-off to the worker
     publish_events = ("SessionStart", "SessionEnd")
 
@@ -95,13 +98,15 @@ class SettingsHooksWiring(Wiring):
         settings = self._settings()
         command = binding.mcp_command()
         settings.set(("mcpServers", SERVER_NAME), {"command": command[0], "args": command[1:]})
-        hooks = {self.index_event: binding.hook_line(self.agent.name)}
+        hooks = {self.index_event: binding.hook_line(self.agent.name),
+                 self.compact_event: binding.hook_line(self.agent.name)}
         if binding.remote:
             hooks.update({event: binding.hook_line(self.agent.name, publish=True) for event in self.publish_events})
         set_hooks(settings, hooks, self.hook_timeout)
+        roles = {self.index_event: "index the turn", self.compact_event: "index before compaction"}
         return [
             document_change(settings, f'MCP server "{SERVER_NAME}": {" ".join(command)}; hooks: ' + ", ".join(
-                f"{event} ({'index the turn' if event == self.index_event else 'publish'})" for event in hooks)),
+                f"{event} ({roles.get(event, 'publish')})" for event in hooks)),
             skill_change(self.agent.home() / "skills", install=True),
         ]
 

@@ -89,6 +89,8 @@ def test_add_registers_the_server_the_stop_hook_and_the_skill(claude_home):
     ours = stop[1]["hooks"][0]
     assert shlex.split(ours["command"]) == [sys.executable, "-I", "-S", hook_script(), "claude"]
     assert ours["timeout"] == 15 and ours["type"] == "command"
+    # Before a compaction summarises the conversation, the same command indexes what it drops.
+    assert settings["hooks"]["PreCompact"] == [{"hooks": [ours]}]
     assert "SessionStart" not in settings["hooks"] and "SessionEnd" not in settings["hooks"]
     skill = (claude_home / ".claude" / "skills" / "funes-recall" / "SKILL.md").read_text()
     assert "name: funes-recall" in skill and "quoted history" in skill
@@ -118,7 +120,7 @@ def test_a_hub_memory_adds_publish_hooks_and_a_local_add_drops_them(claude_home)
     assert json.loads((claude_home / ".claude.json").read_text())["mcpServers"]["funes"]["args"] == ["mcp", "acme/kb"]
     assert funes("add", "claude", "--yes").code == 0
     settings = json.loads((claude_home / ".claude" / "settings.json").read_text())
-    assert set(settings["hooks"]) == {"PreToolUse", "Stop"} and len(settings["hooks"]["Stop"]) == 2
+    assert set(settings["hooks"]) == {"PreToolUse", "Stop", "PreCompact"} and len(settings["hooks"]["Stop"]) == 2
 
 
 def test_a_folder_memory_is_indexed_in_place(claude_home, tmp_path):

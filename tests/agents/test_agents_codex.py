@@ -73,6 +73,7 @@ def test_add_registers_the_server_and_appends_the_stop_hook_last(codex_home):
     stop = hooks["hooks"]["Stop"]
     assert stop[0]["hooks"][0]["command"] == "say done"  # the user's group keeps position 0 (and its trust)
     assert shlex.split(stop[1]["hooks"][0]["command"]) == [sys.executable, "-I", "-S", hook_script(), "codex"]
+    assert hooks["hooks"]["PreCompact"] == [{"hooks": [stop[1]["hooks"][0]]}]  # indexed before a compaction
     assert hooks["description"] == "my hooks" and set(hooks) == {"description", "hooks"}
     assert "/hooks" in result.out and "trust" in result.out  # the step the user must take
     assert (codex_home / ".agents" / "skills" / "funes-recall" / "SKILL.md").exists()
@@ -87,9 +88,11 @@ def test_remove_takes_the_trust_codex_recorded_for_funes_and_keeps_the_users(cod
     assert funes("add", "codex", "--yes").code == 0
     config_path = codex_home / ".codex" / "config.toml"
     hooks = codex_home / ".codex" / "hooks.json"
-    # What Codex writes once the user trusts funes's hook in /hooks.
+    # What Codex writes once the user trusts funes's hooks in /hooks (Stop after the user's
+    # group, PreCompact alone).
     with config_path.open("a") as config:
         config.write(f'\n[hooks.state."{hooks}:stop:1:0"]\ntrusted_hash = "sha256:{"2" * 64}"\n')
+        config.write(f'\n[hooks.state."{hooks}:pre_compact:0:0"]\ntrusted_hash = "sha256:{"3" * 64}"\n')
     assert "trust it" not in funes("add", "codex", "--yes").out
     assert funes("remove", "codex").code == 0
     assert snapshot(codex_home) == before

@@ -47,8 +47,9 @@ def test_add_registers_the_server_and_a_hooks_file_of_its_own(copilot_home):
     assert servers["funes"]["command"].endswith("/funes") and servers["funes"]["args"] == ["mcp"]
     assert servers["playwright"]["args"] == ["@playwright/mcp@latest"]
     hooks = json.loads((copilot_home / ".copilot" / "hooks" / "funes.json").read_text())
-    assert hooks["version"] == 1 and set(hooks["hooks"]) == {"agentStop"}
+    assert hooks["version"] == 1 and set(hooks["hooks"]) == {"agentStop", "preCompact"}
     stop = hooks["hooks"]["agentStop"][0]
+    assert hooks["hooks"]["preCompact"] == [stop]  # what a compaction drops is indexed first
     assert shlex.split(stop["bash"]) == [sys.executable, "-I", "-S", hook_script(), "copilot"]
     assert stop["timeoutSec"] == 15
     assert (copilot_home / ".copilot" / "hooks" / "mine.json").read_text() == USER_HOOKS
@@ -63,7 +64,7 @@ def test_add_twice_changes_nothing_and_remove_restores_every_byte(copilot_home):
 def test_a_hub_memory_publishes_at_session_boundaries(copilot_home):
     add("acme/kb")
     hooks = json.loads((copilot_home / ".copilot" / "hooks" / "funes.json").read_text())["hooks"]
-    assert set(hooks) == {"agentStop", "sessionStart", "sessionEnd"}
+    assert set(hooks) == {"agentStop", "preCompact", "sessionStart", "sessionEnd"}
     assert shlex.split(hooks["sessionEnd"][0]["bash"])[-2:] == ["--publish", "acme/kb"]
 
 

@@ -62,6 +62,7 @@ def test_add_registers_the_server_and_an_after_agent_hook(gemini_home):
     handler = groups[1]["hooks"][0]
     assert shlex.split(handler["command"]) == [sys.executable, "-I", "-S", hook_script(), "gemini"]
     assert handler["timeout"] == 15_000  # milliseconds, as Gemini reads it
+    assert data["hooks"]["PreCompress"] == [{"hooks": [handler]}]  # indexed before /compress summarises
     assert data["security"] == {"auth": {"selectedType": "gemini-api-key"}}
     assert (gemini_home / ".gemini" / "skills" / "funes-recall" / "SKILL.md").is_file()
 

@@ -54,6 +54,7 @@ def test_add_registers_the_server_and_a_stop_hook(qwen_home):
     assert stop[0]["hooks"][0]["command"] == "say done"
     assert shlex.split(stop[1]["hooks"][0]["command"]) == [sys.executable, "-I", "-S", hook_script(), "qwen"]
     assert stop[1]["hooks"][0]["timeout"] == 15  # seconds, as Qwen reads it
+    assert data["hooks"]["PreCompact"] == [{"hooks": [stop[1]["hooks"][0]]}]  # indexed before a compaction
     assert data["$version"] == 2
     assert (qwen_home / ".qwen" / "skills" / "funes-recall" / "SKILL.md").is_file()
 
@@ -66,7 +67,7 @@ def test_add_twice_changes_nothing_and_remove_restores_every_byte(qwen_home):
 def test_a_hub_memory_publishes_at_session_boundaries(qwen_home):
     add("acme/kb")
     hooks = settings(qwen_home)["hooks"]
-    assert set(hooks) == {"Stop", "SessionStart", "SessionEnd"}
+    assert set(hooks) == {"Stop", "PreCompact", "SessionStart", "SessionEnd"}
     assert shlex.split(hooks["SessionEnd"][0]["hooks"][0]["command"])[-2:] == ["--publish", "acme/kb"]
 
 

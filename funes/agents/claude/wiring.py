@@ -2,7 +2,8 @@
 
 * ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``) ``mcpServers.funes``: the
   user-scope entry ``claude mcp add -s user`` writes, so ``claude mcp list`` shows it.
-* ``~/.claude/settings.json`` ``hooks``: ``Stop`` indexes each turn; with a Hub memory
+* ``~/.claude/settings.json`` ``hooks``: ``Stop`` indexes each turn, and ``PreCompact``
+  (the same command) the turns a compaction is about to summarise; with a Hub memory
   ``SessionStart`` and ``SessionEnd`` publish.  Edited in place (funes's own groups
   only), so hooks run from the next session without a plugin marketplace.
 * ``~/.claude/skills/funes-recall/SKILL.md``: when to recall.
@@ -19,6 +20,7 @@ from funes.wiring.hook_groups import remove_hooks, set_hooks
 from funes.wiring.json_text import JsonText
 
 HOOK_TIMEOUT_S = 15  # seconds; it only bounds the hand-off to the worker
+HOOK_ROLES = {"Stop": "index the turn", "PreCompact": "index before compaction"}
 
 
 class ClaudeWiring(Wiring):
@@ -40,14 +42,14 @@ class ClaudeWiring(Wiring):
         command = binding.mcp_command()
         servers.set(("mcpServers", SERVER_NAME), {"type": "stdio", "command": command[0], "args": command[1:],
                                                   "env": {}})
-        hooks = {"Stop": binding.hook_line(self.agent.name)}
+        hooks = {"Stop": binding.hook_line(self.agent.name), "PreCompact": binding.hook_line(self.agent.name)}
         if binding.remote:
             hooks["SessionStart"] = hooks["SessionEnd"] = binding.hook_line(self.agent.name, publish=True)
         set_hooks(settings, hooks, HOOK_TIMEOUT_S)
         return [
             document_change(servers, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
-            document_change(settings, "hooks: " + ", ".join(
-                f"{event} ({'publish' if event != 'Stop' else 'index the turn'})" for event in hooks)),
+            document_change(settings, "hooks: " + ", ".join(f"{event} ({HOOK_ROLES.get(event, 'publish')})"
+                                                            for event in hooks)),
             skill_change(self._home() / "skills", install=True),
         ]
 

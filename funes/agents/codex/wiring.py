@@ -2,8 +2,9 @@
 
 * ``$CODEX_HOME/config.toml`` ``[mcp_servers.funes]`` (what ``codex mcp add`` writes,
   with a start-up timeout long enough for a Python server);
-* ``$CODEX_HOME/hooks.json``: a ``Stop`` group indexes each turn; with a Hub memory a
-  ``SessionStart`` group publishes (Codex has no session-end event).  Codex runs a
+* ``$CODEX_HOME/hooks.json``: a ``Stop`` group indexes each turn and a ``PreCompact``
+  group (the same command) the turns a compaction is about to summarise; with a Hub
+  memory a ``SessionStart`` group publishes (Codex has no session-end event).  Codex runs a
   hook only once the user trusted it, keyed by its position
   (``[hooks.state."<hooks.json>:<event>:<group>:<handler>"]`` in config.toml), so
   funes's group goes last and the user's never move; the trust step is printed;
@@ -53,14 +54,14 @@ class CodexWiring(Wiring):
             "command": command[0], "args": command[1:],
             "startup_timeout_sec": STARTUP_TIMEOUT_S, "tool_timeout_sec": TOOL_TIMEOUT_S,
         })
-        desired = {"Stop": binding.hook_line(self.agent.name)}
+        desired = {"Stop": binding.hook_line(self.agent.name), "PreCompact": binding.hook_line(self.agent.name)}
         if binding.remote:
             desired["SessionStart"] = binding.hook_line(self.agent.name, publish=True)
         set_hooks(hooks, desired, HOOK_TIMEOUT_S)
         return [
             document_change(config, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
-            document_change(hooks, "hooks: Stop (index the turn)" + (", SessionStart (publish)" if binding.remote
-                                                                     else "")),
+            document_change(hooks, "hooks: Stop (index the turn), PreCompact (index before compaction)"
+                            + (", SessionStart (publish)" if binding.remote else "")),
             skill_change(Path.home() / ".agents" / "skills", install=True),
         ]
 

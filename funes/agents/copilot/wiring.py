@@ -6,7 +6,8 @@
   shows it.
 * ``<copilot home>/hooks/funes.json``: Copilot loads every ``*.json`` in the user hooks
   folder, so funes's hooks live in a file of their own: ``agentStop`` (the main agent
-  finished a turn) indexes it; with a Hub memory ``sessionStart``/``sessionEnd`` publish.
+  finished a turn) indexes it, ``preCompact`` the turns a compaction is about to
+  summarise; with a Hub memory ``sessionStart``/``sessionEnd`` publish.
   ``timeoutSec`` is in seconds.
 * ``<copilot home>/skills/funes-recall/SKILL.md``.
 """
@@ -29,7 +30,7 @@ def _hooks_file(binding: Binding, agent: str) -> str:
     def entry(command: str) -> list[dict]:
         return [{"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}]
 
-    hooks = {"agentStop": entry(binding.hook_line(agent))}
+    hooks = {"agentStop": entry(binding.hook_line(agent)), "preCompact": entry(binding.hook_line(agent))}
     if binding.remote:
         hooks["sessionStart"] = hooks["sessionEnd"] = entry(binding.hook_line(agent, publish=True))
     return json.dumps({"version": 1, "hooks": hooks}, indent=2) + "\n"
@@ -48,7 +49,7 @@ class CopilotWiring(Wiring):
         command = binding.mcp_command()
         servers.set(("mcpServers", SERVER_NAME), {"type": "local", "command": command[0], "args": command[1:],
                                                   "tools": ["*"]})
-        events = "agentStop (index the turn)" + (", sessionStart, sessionEnd (publish)" if binding.remote else "")
+        events = "agentStop (index the turn), preCompact (index before compaction)" + (", sessionStart, sessionEnd (publish)" if binding.remote else "")
         return [
             document_change(servers, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
             owned_file(self._home() / "hooks" / HOOKS_FILE, _hooks_file(binding, self.agent.name), f"hooks: {events}",
