@@ -1066,6 +1066,8 @@ SCRIPTED_WRITERS = {
 SCRIPTED_WRITERS.update(forge=write_forge, openclaw=write_openclaw, codebuff=write_codebuff, grok=write_grok)
 from synthetic_more import WRITERS as _MORE_WRITERS  # noqa: E402 - its writers use this module's
 SCRIPTED_WRITERS.update(_MORE_WRITERS)
+from synthetic_clis import WRITERS as _CLI_WRITERS  # noqa: E402 - its writers use this module's
+SCRIPTED_WRITERS.update(_CLI_WRITERS)
 REAL_COPIES = ("claude", "pi")
 FORMATS = (*REAL_COPIES, *SCRIPTED_WRITERS)
 

@@ -4,8 +4,10 @@ Google GenAI ``Content`` parts (``{role, parts: [{text}, {text, thought: true},
 {functionCall}, {functionResponse}]}``) and the ``run_shell_command`` result text, as
 both Google's own agent CLI and its fork record them (format facts: their FORMAT.md);
 and the Anthropic Messages parts (``{type: "text", text}``, ``{type: "thinking",
-thinking}``, ``{type: "tool_use", id, name, input}``) that agents built on that API keep.
-Shared here because an agent's folder names no other agent."""
+thinking}``, ``{type: "tool_use", id, name, input}``) that agents built on that API keep;
+and OpenAI chat ``tool_calls`` (``[{id, type: "function", function: {name, arguments}}]``)
+that agents logging OpenAI-style messages keep.  Shared here because an agent's folder
+names no other agent."""
 
 from __future__ import annotations
 
@@ -91,3 +93,20 @@ def tool_use_part_block(part: dict[str, Any],
     name, arguments = opt_str(part.get("name")), part.get("input")
     files, command = provenance(name, arguments)
     return Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")), files=files, command=command)
+
+
+def function_call_blocks(calls: Any,
+                         provenance: Callable[[str | None, Any], tuple[tuple[FileTouch, ...], str | None]]) -> list[Block]:
+    """An OpenAI chat message's ``tool_calls`` as tool_use blocks: each call's
+    ``function.arguments`` (JSON text, usually) as the stored text, and the files and
+    command the agent's ``provenance(name, arguments)`` reads from it.  Calls of
+    another shape are skipped."""
+    blocks = []
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            name, arguments = opt_str(function.get("name")), function.get("arguments")
+            files, command = provenance(name, arguments)
+            blocks.append(Block("tool_use", tool_input_text(arguments), name, opt_str(call.get("id")), files=files,
+                                command=command))
+    return blocks

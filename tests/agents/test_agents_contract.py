@@ -43,6 +43,7 @@ BUILTIN = {
     "grok": "grok_cli",
     "hermes": "hermes",
     "kilo": "kilo_code",
+    "kimi": "kimi_cli",
     "kiro": "kiro_cli",
     "openclaw": "openclaw",
     "opencode": "opencode",

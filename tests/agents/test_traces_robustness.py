@@ -268,6 +268,7 @@ def test_random_bytes_database_or_parquet(tmp_path_factory, module, content):
 
 from funes.agents.copilot import parser as copilot  # noqa: E402
 from funes.agents.gemini import parser as gemini  # noqa: E402
+from funes.agents.kimi import parser as kimi  # noqa: E402
 from funes.agents.kiro import parser as kiro  # noqa: E402
 from funes.agents.qwen import parser as qwen  # noqa: E402
 from trace_helpers import FIXTURES  # noqa: E402
@@ -278,9 +279,11 @@ MORE_JSONL_CASES = [
     (qwen, AGENTS / "qwen_code/projects/-home-dev-notes/chats/f402a6ae-a31c-4946-8d72-df92cbdc035d.jsonl"),
     (copilot, AGENTS / "copilot_cli/session-state/4f1d2e93-8f48-4961-abc9-53f422e9159f/events.jsonl"),
     (kiro, AGENTS / "kiro_cli/sessions/cli/3c2b1a00-7777-4888-9999-aaaabbbbcccc.jsonl"),
+    (kimi, AGENTS / "kimi_cli/sessions/c72527a0c7cc5b564daf6847cc85bea7/3f1c9a52-7b1e-4c0d-9a8e-51d2c4b7e610/"
+                    "context.jsonl"),
 ]
 MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
-MORE_MODULES = [gemini, qwen, copilot, kiro]
+MORE_MODULES = [gemini, qwen, copilot, kiro, kimi]
 
 
 def _without_shared_ids(line: bytes, n: int) -> bytes:
