@@ -65,4 +65,47 @@ def write_continue(root: Path, sessions: list[ScriptedSession]) -> Path:
     return folder
 
 
-WRITERS = {"kilo": write_kilo, "continuedev": write_continue}
+_DROID_TOOLS = {"shell": "Execute", "read": "Read", "edit": "Edit", "write": "Create", "search": "Grep"}
+
+
+def _droid_args(call: Call) -> dict:
+    args = dict(call.args)
+    if "path" in args and call.kind != "search":
+        args["file_path"] = args.pop("path")
+    if call.kind == "edit":
+        args["old_str"], args["new_str"] = args.pop("old"), args.pop("new")
+    return args
+
+
+def write_droid(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions/<encoded cwd>/<id>.jsonl``: a ``session_start`` record, then
+    one ``message`` record per prompt, reply step and batch of tool results
+    (Anthropic content parts), the prompt behind a system reminder as Droid sends it."""
+    folder = root / "sessions"
+    for session in sessions:
+        records: list[dict] = [{"type": "session_start", "id": session.id, "title": session.exchanges[0].prompt[:40],
+                                "sessionTitle": "New Session", "owner": "dev", "version": 2, "cwd": session.cwd}]
+        for exchange in session.exchanges:
+            reminder = f"<system-reminder>\nThe working directory is {session.cwd}.\n</system-reminder>\n"
+            records.append({"type": "message", "id": f"{session.id}-{len(records)}", "timestamp": synthetic._iso(
+                exchange.started), "message": {"role": "user", "content": [
+                    {"type": "text", "text": reminder + exchange.prompt}]}})
+            for offset, step in synthetic._steps(exchange):
+                parts = [{"type": "thinking", "thinking": step.thinking, "signature": "sig"}] if step.thinking else []
+                parts.append({"type": "text", "text": step.text})
+                parts += [{"type": "tool_use", "id": c.id, "name": _DROID_TOOLS[c.kind], "input": _droid_args(c)}
+                          for c in step.calls]
+                records.append({"type": "message", "id": f"{session.id}-{len(records)}", "parentId":
+                                records[-1]["id"], "timestamp": synthetic._iso(exchange.at(offset)),
+                                "message": {"role": "assistant", "content": parts}})
+                if step.calls:
+                    records.append({"type": "message", "id": f"{session.id}-{len(records)}", "parentId":
+                                    records[-1]["id"], "timestamp": synthetic._iso(exchange.at(offset + 5)),
+                                    "message": {"role": "user", "content": [
+                                        {"type": "tool_result", "tool_use_id": c.id, "content": c.result,
+                                         **({"is_error": True} if c.is_error else {})} for c in step.calls]}})
+        synthetic._jsonl(folder / session.cwd.replace("/", "-") / f"{session.id}.jsonl", records)
+    return folder
+
+
+WRITERS = {"kilo": write_kilo, "continuedev": write_continue, "droid": write_droid}

@@ -37,6 +37,7 @@ BUILTIN = {
     "copilot": "copilot_cli",
     "crush": "crush",
     "cursor": "cursor",
+    "droid": "factory_droid",
     "forge": "forge",
     "gemini": "gemini_cli",
     "goose": "goose",
