@@ -14,7 +14,7 @@ from funes.agents.codebuff import parser as codebuff
 from funes.chunking import chunk_session
 from funes.errors import TraceReadError
 from funes.traces.model import FileTouch, SourceUnit
-from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts, turn
+from trace_helpers import FIXTURES, assert_well_formed, sessions_by_id, shape, texts
 
 ROOT = FIXTURES / "agents" / "codebuff"
 MAIN, OTHER = "2026-11-04T10-20-30.456Z", "2026-11-05T08-00-00.000Z"
@@ -92,7 +92,7 @@ message_shapes = st.recursive(
     max_leaves=14)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=st.lists(message_shapes, max_size=5), position=st.integers(0, 5))
 def test_odd_messages_cost_only_themselves(tmp_path_factory, items, position):
     folder = tmp_path_factory.mktemp("cb") / MAIN
@@ -105,7 +105,7 @@ def test_odd_messages_cost_only_themselves(tmp_path_factory, items, position):
     assert all(text in texts(session) for text in good)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=st.binary(max_size=2000))
 def test_random_bytes(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("cb") / "chat-messages.json"

@@ -151,7 +151,7 @@ def template(tmp_path_factory) -> Path:
     return builder.build(tmp_path_factory.mktemp("forge-template") / ".forge.db")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(contexts=st.lists(json_values.map(json.dumps) | st.lists(odd_messages, max_size=5).map(
     lambda messages: json.dumps({"messages": messages})) | st.binary(max_size=30), max_size=4))
 def test_odd_contexts_parse(tmp_path_factory, template, contexts):
@@ -166,7 +166,7 @@ def test_odd_contexts_parse(tmp_path_factory, template, contexts):
         assert_well_formed(forge.parse(unit))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=st.binary(max_size=3000))
 def test_random_bytes_database(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("random") / ".forge.db"

@@ -114,7 +114,7 @@ def template(tmp_path_factory) -> Path:
     return builder.build(tmp_path_factory.mktemp("grok-template") / "grok.db")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(messages, max_size=6))
 def test_odd_messages_parse(tmp_path_factory, template, rows):
     db = tmp_path_factory.mktemp("grok") / "grok.db"

@@ -132,6 +132,20 @@ def test_bad_events_cost_only_themselves(state):
     assert {"a2", "a3", "a4", "a10"}.isdisjoint({t.turn_uuid for t in session.turns})
 
 
+def test_a_frame_that_does_not_record_its_size_is_read_too(state):
+    import zstandard
+
+    event = builder.message("a10", "a9", 10, builder.assistant({"type": "text", "text": "Roses get water at dawn."}))
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(json.dumps(event).encode())
+    assert zstandard.frame_content_size(frame) == -1
+    conn = sqlite3.connect(store(state))
+    with conn:
+        conn.execute("UPDATE transcript_events SET event_json = NULL, event_zstd = ?, event_utf8_bytes = 1, "
+                     "navigation_json = '{}' WHERE session_id = ? AND seq = 11", (frame, MAIN))
+    conn.close()
+    assert turn(sessions_by_id(openclaw, state)[MAIN], "a10").blocks[0].text == "Roses get water at dawn."
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
@@ -150,7 +164,7 @@ def template(tmp_path_factory) -> Path:
     return store(builder.build(tmp_path_factory.mktemp("openclaw-template") / ".openclaw"))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(odd_events, max_size=6))
 def test_odd_events_parse(tmp_path_factory, template, events):
     db = tmp_path_factory.mktemp("openclaw") / "openclaw-agent.sqlite"

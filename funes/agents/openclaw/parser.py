@@ -156,11 +156,10 @@ def parse(unit: SourceUnit) -> Session:
     if path.suffix == ".sqlite":
         feed, session_key = _store_feed(path, session)
         session.is_subagent = ":subagent:" in session_key
-        agent_id = path.parent.parent.name
     else:
         feed = lambda handle: each_record(path, session.warnings, handle)  # noqa: E731
-        agent_id = path.parent.parent.name
     read_entries(session, feed, TOOLS)
     session.session_id = unit.session_id  # the store's window id (a header's id names the same session)
-    session.workdir = workdir_facet(session.cwd, agent_id)
+    # Both live two folders below the agent's: agents/<id>/agent/… and agents/<id>/sessions/….
+    session.workdir = workdir_facet(session.cwd, path.parent.parent.name)
     return finish_session(session)
