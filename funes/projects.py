@@ -18,7 +18,6 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from funes.memory.sql import quote, sql_in
 from funes.provenance import checkout_root
 from funes.traces.common import checkout_identity, clean_branch, git_dirs, root_commit
 
@@ -35,26 +34,16 @@ class Project:
         return self.names[0] if self.names else self.top
 
     def holds(self, repo: str | None, cwd: str | None) -> bool:
-        """A turn recorded with ``repo`` (else run in ``cwd``) belongs to this project."""
+        """A turn recorded with ``repo`` (else run in ``cwd``) belongs to this project
+        (the SQL of it: funes.retrieval.filters.project_predicate)."""
         if repo:
             return repo.lower() in self.names
         return any(under(cwd, top) for top in self.tops)
 
-    def predicate(self) -> str:
-        """The Lance SQL of :meth:`holds`."""
-        clauses = [sql_in("lower(repo)", self.names)] if self.names else []
-        if self.tops:
-            clauses.append(f"((repo IS NULL OR repo = '') AND ({' OR '.join(map(under_predicate, self.tops))}))")
-        return f"({' OR '.join(clauses)})" if clauses else "(1 = 0)"
-
-
-def under_predicate(folder: str) -> str:
-    """The row's session ran in ``folder`` or below it."""
-    return f"(cwd = {quote(folder)} OR strpos(cwd, {quote(folder.rstrip('/') + '/')}) = 1)"
-
 
 def under(cwd: str | None, folder: str) -> bool:
-    """:func:`under_predicate` in Python."""
+    """A session run in ``cwd`` ran in ``folder`` or below it (the SQL of it:
+    funes.retrieval.filters.under_predicate)."""
     return bool(cwd) and (cwd == folder or cwd.startswith(folder.rstrip("/") + "/"))
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 from funes.errors import FunesError, UsageError
 from funes.memory.sql import quote, sql_in
-from funes.projects import Project, project_at, under, under_predicate
+from funes.projects import Project, project_at, under
 from funes.provenance import matches_path, query_paths, recorded_roots, relative_elsewhere
 from funes.retrieval.bounds import MAX_NEEDLE_CHARS
 from funes.traces.common import workdir_facet
@@ -37,6 +37,19 @@ def file_predicate(forms: tuple[str, ...], roots: tuple[tuple[str, str], ...] = 
     clauses += [f"(strpos(files, {quote(chr(10) + relative)}) > 0 AND {under_predicate(root)})"
                 for root, relative in roots]
     return "(" + " OR ".join(clauses) + ")"
+
+
+def under_predicate(folder: str) -> str:
+    """The row's session ran in ``folder`` or below it."""
+    return f"(cwd = {quote(folder)} OR strpos(cwd, {quote(folder.rstrip('/') + '/')}) = 1)"
+
+
+def project_predicate(project: Project) -> str:
+    """The row's turn belongs to ``project`` (:meth:`funes.projects.Project.holds`)."""
+    clauses = [sql_in("lower(repo)", project.names)] if project.names else []
+    if project.tops:
+        clauses.append(f"((repo IS NULL OR repo = '') AND ({' OR '.join(map(under_predicate, project.tops))}))")
+    return f"({' OR '.join(clauses)})" if clauses else "(1 = 0)"
 
 
 def command_predicate(text: str) -> str:
@@ -213,7 +226,7 @@ class Filters:
             filters = replace(filters, workdir=None, checkout=None, project=self.project or self.checkout)
         if filters.project is not None and memory.lacks(("cwd",)):  # the Rust funes's: folders unknown
             filters = replace(filters, project=replace(filters.project, tops=()))
-        if filters.implicit and not memory.count(filters.project.predicate()):
+        if filters.implicit and not memory.count(project_predicate(filters.project)):
             # The memory holds nothing of this project: no other project's file to keep apart from.
             filters = replace(filters, project=None, implicit=False)
         if filters.project is not None and filters.file_roots:
@@ -246,7 +259,7 @@ class Filters:
             clauses.append(f"strpos(lower(repo), {quote(self.repo.lower())}) = 1" if ROOT_COMMIT.fullmatch(self.repo)
                            else f"lower(repo) = {quote(self.repo.lower())}")
         if self.project:
-            clauses.append(self.project.predicate())
+            clauses.append(project_predicate(self.project))
         clauses += [f"ts {operator} {quote(bound)}" for operator, bound in ((">=", self.since), ("<=", self.until))
                     if bound]
         if self.file_forms:
