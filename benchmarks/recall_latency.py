@@ -6,6 +6,7 @@ and with a MiniLM-L6-shaped cross-encoder over 30 candidates, and a cold
     python benchmarks/recall_latency.py --first-index 300000 [--runs 7] [--no-write]
     python benchmarks/recall_latency.py --memory-home FUNES_HOME [--home HOME] [--runs 7] [--during]
         [--against OTHER_CHECKOUT/.venv/bin/python] [--no-write]
+    python benchmarks/recall_latency.py --stale [--sizes 10000] [--runs 9]
 
 Goals (2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
@@ -122,6 +123,66 @@ def cold(funes_home: Path, runs: int = 7) -> dict:
         subprocess.run([*FUNES, "recall", query], env=env, check=True, capture_output=True)
         samples.append(time.perf_counter() - started)
     return percentiles(samples)
+
+
+def stale_cost(size: int, runs: int) -> str:
+    """Cold `funes recall` with stale marks (retrieval/stale.py) and with `--no-stale`,
+    the processes alternating, run in this funes checkout on a copy of the ~``size``
+    memory whose every row claims this checkout's repository: every hit is of the
+    project the recall runs in, so its files go to the one `git log` over this
+    repository's history (the synthetic sessions' paths are mostly gone here)."""
+    import shutil
+
+    import lance
+
+    from funes.projects import project_at
+
+    checkout = Path(__file__).resolve().parents[1]
+    project = project_at(str(checkout))
+    if project is None or not project.names:
+        raise SystemExit(f"{checkout} is no git checkout with a repository identity")
+    funes_home = WORK / f"stale-{size // 1000}k"
+    if not funes_home.exists():
+        shutil.copytree(build_memory(size), funes_home)
+        table = funes_home / "memory" / "chunks.lance"
+        lance.dataset(str(table)).update({"repo": f"'{project.names[-1]}'"})
+    env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_RERANKER": "none"}
+    # One recall first: the model export (a first run's) and the copy's pages are no sample's cost.
+    subprocess.run([*FUNES, "recall", QUERIES[0]], env=env, cwd=checkout, check=True, capture_output=True)
+    samples: dict[bool, list[float]] = {True: [], False: []}
+    marked = 0
+    for query in (QUERIES * runs)[:runs]:
+        for on in (True, False):
+            started = time.perf_counter()
+            done = subprocess.run([*FUNES, "recall", query, *([] if on else ["--no-stale"])], env=env, cwd=checkout,
+                                  check=True, capture_output=True, text=True)
+            samples[on].append(time.perf_counter() - started)
+            marked += on and sum(line.startswith("  ! ") for line in done.stdout.splitlines())
+    on, off = percentiles(samples[True]), percentiles(samples[False])
+    step = percentiles(_stale_steps(funes_home, checkout, (QUERIES * runs)[:runs]))
+    return (f"| ~{size // 1000}k synthetic, every hit of this checkout's project | {runs} | {off['p50_ms']} / "
+            f"{off['p95_ms']} | {on['p50_ms']} / {on['p95_ms']} | {step['p50_ms']} / {step['p95_ms']} | "
+            f"{marked / runs:.1f} |")
+
+
+def _stale_steps(funes_home: Path, checkout: Path, queries: list[str]) -> list[float]:
+    """Seconds `mark_stale` takes on each query's hits in one process, its per-process
+    git call (the root commit) paid each time as a cold process pays it."""
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.search import Recaller
+    from funes.retrieval.stale import mark_stale
+    from funes.traces.common import root_commit
+
+    os.environ["FUNES_HOME"] = str(funes_home)
+    recaller = Recaller.open(open_memory(None), rerank=False)
+    samples = []
+    for query in queries:
+        hits = recaller.recall(query).hits
+        root_commit.cache_clear()
+        started = time.perf_counter()
+        mark_stale(hits, str(checkout))
+        samples.append(time.perf_counter() - started)
+    return samples
 
 
 def build_first_index(target: int) -> tuple[Path, Path]:
@@ -351,6 +412,7 @@ def main() -> int:
     ap.add_argument("--home", type=Path, help="HOME for --memory-home (where its transcripts are)")
     ap.add_argument("--during", action="store_true", help="--memory-home: also while `funes index --yes` runs on it")
     ap.add_argument("--against", help="--memory-home: first alternate cold recalls with this interpreter's funes")
+    ap.add_argument("--stale", action="store_true", help="cold recall with stale marks against --no-stale")
     ap.add_argument("--build", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warm", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -365,6 +427,12 @@ def main() -> int:
         return 0
     if args.first_index:
         first_index(args.first_index, args.runs, not args.no_write)
+        return 0
+    if args.stale:
+        print("| memory | cold processes each | `--no-stale` p50 / p95 ms | stale marks p50 / p95 ms | "
+              "the marks' step p50 / p95 ms | `  ! ` lines a recall |\n| --- | --- | --- | --- | --- | --- |")
+        for size in args.sizes:
+            print(stale_cost(size, args.runs))
         return 0
     queries = (QUERIES * (args.queries // len(QUERIES) + 1))[: args.queries]
     os.environ["FUNES_RERANKER"] = "none"
