@@ -813,6 +813,40 @@ def cli_tables(name: str, runs: dict[str, dict]) -> list[str]:
     return lines + [""]
 
 
+def pooled_ablation(kit: Path, corpora: dict[str, Path]) -> dict:
+    """:func:`recall_ablation.pooled_cross_validate` over every named set."""
+    import recall_ablation as ra
+
+    devs = [(dev, _group_of(name)) for name, dev, _sc in _dev_sets(kit, corpora, "pooled cross-validation")]
+    import score as sc
+
+    return ra.pooled_cross_validate(sc, devs)
+
+
+def _setting(setting) -> str:
+    dense, ranking = setting
+    return (f"dense {dense}, question {ranking.question_weight}, session {ranking.session_weight}, "
+            f"tool {ranking.tool_weight}, long-block {ranking.split_exponent}")
+
+
+def pooled_tables(result: dict) -> list[str]:
+    names = {dev: DEV_SETS.get(dev, dev) for dev in result["sets"]}
+    lines = [f"Chosen on every set at once ({result['settings']} settings; R@10 / MRR@10, in process):", "",
+             "| set | shipped, in sample | pooled choice, in sample | left out (pooled folds) |",
+             "| --- | --- | --- | --- |"]
+    for dev, figures in result["sets"].items():
+        lines.append(f"| {names[dev]} | " + " | ".join(_cell(figures[k]) for k in ("shipped", "in_sample_choice",
+                                                                                    "left_out")) + " |")
+    lines += ["", f"Shipped: {_setting(result['shipped'])}. Pooled choice in sample: "
+              f"{_setting(result['in_sample_choice'])}.", ""]
+    counts: dict[str, int] = {}
+    for setting in result["picks"].values():
+        counts[_setting(setting)] = counts.get(_setting(setting), 0) + 1
+    lines.append("Folds' picks: " + "; ".join(f"{shown} ({n} folds)" for shown, n in
+                                             sorted(counts.items(), key=lambda item: -item[1])) + ".")
+    return lines
+
+
 def ablation_tables(result: dict, sets: list[str]) -> list[str]:
     runs, cv = result["runs"], result["cv"]
     lines = ["Ablation, in process on the same memories (R@10 / MRR@10; each `+` row adds one lever to the row"
@@ -937,6 +971,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"only recall with vectors pending, written (--write) to '{BACKLOG_SECTION}'")
     ap.add_argument("--precisions", default="",
                     help="with --tiers, also documents and queries embedded at these precisions (e.g. int8)")
+    ap.add_argument("--pooled-cv", action="store_true",
+                    help="only the leave-one-session-out choice of the ranking grid over every named set at once")
     ap.add_argument("--no-latency", action="store_true", help="skip the in-process latency measurement")
     ap.add_argument("--scale", type=int, default=0, help="also time recall on a memory of about N chunks")
     ap.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in BENCHMARKS.md, write {CHOICE.name}")
@@ -1005,6 +1041,8 @@ def main(argv: list[str] | None = None) -> int:
             command = shlex.join(["benchmarks/eval_recall.py", *(argv if argv is not None else sys.argv[1:])])
             write_section(BACKLOG_SECTION, f"Measured with `{command}` on {machine()}; 1-minute load average at"
                           f" the end {os.getloadavg()[0]:.1f}.\n\n{BACKLOG_NOTES}\n{backlog}")
+    if args.pooled_cv:
+        print("\n".join(pooled_tables(pooled_ablation(kit, corpora))))
     result = ablation(kit, corpora) if args.ablation else None
     body = report(cli, latencies, result, evidences)
     print(body)
