@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 from synthetic import ScriptedSession, _jsonl, _steps
@@ -57,4 +59,47 @@ def write_kimi(root: Path, sessions: list[ScriptedSession]) -> Path:
     return root
 
 
-WRITERS = {"kimi": write_kimi}
+_VIBE_TOOLS = {"shell": "bash", "read": "read", "edit": "edit", "write": "write_file", "search": "grep"}
+
+
+def _vibe_args(kind: str, args: dict) -> dict:
+    if kind in ("read", "edit"):
+        renamed = {"path": "file_path", "old": "old_string", "new": "new_string"}
+        return {renamed.get(key, key): value for key, value in args.items()}
+    return args
+
+
+def write_vibe(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/logs/session/session_<time>_<short id>/messages.jsonl`` and its
+    ``meta.json``."""
+    for session in sessions:
+        messages: list[dict] = []
+        for exchange in session.exchanges:
+            messages.append({"role": "user", "content": exchange.prompt, "injected": False,
+                             "message_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session.id}/{len(messages)}"))})
+            for _, step in _steps(exchange):
+                message: dict = {"role": "assistant", "content": step.text, "injected": False,
+                                 "message_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session.id}/{len(messages)}"))}
+                if step.thinking:
+                    message["reasoning_content"] = step.thinking
+                if step.calls:
+                    message["tool_calls"] = [{"id": c.id, "index": n, "type": "function", "function": {
+                        "name": _VIBE_TOOLS[c.kind], "arguments": json.dumps(_vibe_args(c.kind, c.args))}}
+                        for n, c in enumerate(step.calls)]
+                messages.append(message)
+                messages += [{"role": "tool", "content": f"stdout: {c.result}\nreturncode: {int(c.is_error)}"
+                              if c.kind == "shell" else c.result, "injected": False, "name": _VIBE_TOOLS[c.kind],
+                              "tool_call_id": c.id} for c in step.calls]
+        started = datetime.fromtimestamp(session.exchanges[0].started, timezone.utc)
+        folder = root / "logs" / "session" / f"session_{started:%Y%m%d_%H%M%S}_{session.id[:8]}"
+        _jsonl(folder / "messages.jsonl", messages)
+        (folder / "meta.json").write_text(json.dumps({
+            "session_id": session.id, "parent_session_id": None, "start_time": started.isoformat(),
+            "end_time": None, "git_commit": None, "git_branch": "main",
+            "environment": {"working_directory": session.cwd}, "username": "dev", "title": None,
+            "total_messages": len(messages), "system_prompt": {"role": "system", "content": "You are Vibe."}},
+            indent=2))
+    return root / "logs" / "session"
+
+
+WRITERS = {"kimi": write_kimi, "vibe": write_vibe}

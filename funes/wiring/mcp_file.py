@@ -1,7 +1,8 @@
 """An agent wired by one entry in a JSON config file and a user skill, with no hook.
 
 The agent keeps its MCP servers in a JSON file (``server_key`` names the object that
-holds them, ``{command, args}`` each) and reads skills from a folder; it has no
+holds them, ``{command, args}`` each; a subclass whose file is of another shape
+overrides ``with_server``/``without_server``) and reads skills from a folder; it has no
 command hook funes can install, so its new turns are indexed by ``funes index``.
 A subclass names the file, the key and the skills folder.
 """
@@ -9,10 +10,14 @@ A subclass names the file, the key and the skills folder.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from funes.wiring import SERVER_NAME, Binding, Wiring, skill_change
 from funes.wiring.changes import FileChange, document_change, read_text
 from funes.wiring.json_text import JsonText
+
+if TYPE_CHECKING:
+    from funes.wiring.toml_text import TomlText
 
 
 class McpFileWiring(Wiring):
@@ -24,21 +29,26 @@ class McpFileWiring(Wiring):
     def skills_dir(self) -> Path:
         raise NotImplementedError
 
-    def _config(self) -> JsonText:
-        path = self.config_file()
-        return JsonText(path, read_text(path))
+    def with_server(self, command: list[str]) -> JsonText | TomlText:
+        """The config file with funes's server entry set to run ``command``."""
+        config = JsonText(self.config_file(), read_text(self.config_file()))
+        config.set((*self.server_key, SERVER_NAME), {"command": command[0], "args": command[1:]})
+        return config
+
+    def without_server(self) -> JsonText | TomlText:
+        """The config file with funes's server entry taken out."""
+        config = JsonText(self.config_file(), read_text(self.config_file()))
+        config.delete((*self.server_key, SERVER_NAME))
+        return config
 
     def plan_add(self, binding: Binding) -> list[FileChange]:
-        config = self._config()
         command = binding.mcp_command()
-        config.set((*self.server_key, SERVER_NAME), {"command": command[0], "args": command[1:]})
-        return [document_change(config, f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
+        return [document_change(self.with_server(command), f'MCP server "{SERVER_NAME}": {" ".join(command)}'),
                 skill_change(self.skills_dir(), install=True)]
 
     def plan_remove(self) -> list[FileChange]:
-        config = self._config()
-        config.delete((*self.server_key, SERVER_NAME))
-        return [document_change(config, f'MCP server "{SERVER_NAME}"'), skill_change(self.skills_dir(), install=False)]
+        return [document_change(self.without_server(), f'MCP server "{SERVER_NAME}"'),
+                skill_change(self.skills_dir(), install=False)]
 
     def notes_after_add(self, binding: Binding, changes: list[FileChange]) -> list[str]:
         notes = super().notes_after_add(binding, changes)

@@ -1,6 +1,7 @@
 """Edit a TOML config file's text in place, touching only the tables funes owns.
 
-funes's entries in a TOML file are whole tables (``[mcp_servers.funes]``).  A
+funes's entries in a TOML file are whole tables (``[mcp_servers.funes]``), or
+one element of an array of tables (``[[mcp_servers]]`` with ``name = "funes"``).  A
 new one is appended at the end after one blank line; replacing it rewrites only
 its body; deleting it removes its lines and that blank line, which gives back
 the original bytes.  tomlkit alone keeps comments but moves blank lines around.
@@ -83,6 +84,53 @@ class TomlText:
             spliced = "".join(lines[:header] + lines[end:])
         self._commit(spliced, expected, lambda doc: _tomlkit_delete(doc, path))
 
+    def _array_entry(self, key: str, match: tuple[str, Any]) -> tuple[list, int | None]:
+        """The array of tables ``key`` (a list; [] when absent) and the index of its
+        element whose ``match[0]`` field is ``match[1]``."""
+        array = self.data.get(key, [])
+        if not isinstance(array, list) or not all(isinstance(item, dict) for item in array):
+            raise ConfigFileError(f"{display(self.path)}: {key} is not an array of tables; funes changed nothing")
+        found = next((index for index, item in enumerate(array) if item.get(match[0]) == match[1]), None)
+        return array, found
+
+    def set_array_entry(self, key: str, match: tuple[str, Any], values: dict[str, Any]) -> None:
+        """Make the element of the array of tables ``key`` whose ``match`` field
+        matches be ``values`` (appended as a new ``[[key]]`` when there is none)."""
+        array, found = self._array_entry(key, match)
+        if found is not None and array[found] == values:
+            return
+        expected = copy.deepcopy(self.data)
+        entries = expected.setdefault(key, [])
+        lines = self.text.splitlines(keepends=True)
+        body = _render_body(values)
+        if found is None:
+            entries.append(copy.deepcopy(values))
+            separator = "" if not self.text else "\n" if self.text.endswith("\n") else "\n\n"
+            spliced: str | None = self.text + separator + "[[" + tomlkit.key(key).as_string() + "]]\n" + body
+        else:
+            entries[found] = copy.deepcopy(values)
+            block = _find_block(lines, ("[[", key), found)
+            spliced = None if block is None else "".join(lines[:block[0] + 1]) + body + "".join(lines[block[1]:])
+        self._commit(spliced, expected, lambda doc: _tomlkit_set_entry(doc, key, found, values))
+
+    def delete_array_entry(self, key: str, match: tuple[str, Any]) -> None:
+        array, found = self._array_entry(key, match)
+        if found is None:
+            return
+        expected = copy.deepcopy(self.data)
+        del expected[key][found]
+        if not expected[key]:
+            del expected[key]
+        lines = self.text.splitlines(keepends=True)
+        block = _find_block(lines, ("[[", key), found)
+        spliced = None
+        if block is not None:
+            header, end = block
+            if header > 0 and not lines[header - 1].strip():
+                header -= 1  # the blank line `set_array_entry` put before it
+            spliced = "".join(lines[:header] + lines[end:])
+        self._commit(spliced, expected, lambda doc: _tomlkit_delete_entry(doc, key, found))
+
     def _commit(self, spliced: str | None, expected: dict, tomlkit_edit) -> None:
         try:
             ok = spliced is not None and _without_empty(tomllib.loads(spliced)) == _without_empty(expected)
@@ -126,11 +174,16 @@ def _header_path(line: str) -> TablePath | None:
     return tuple(path)
 
 
-def _find_block(lines: list[str], path: TablePath) -> tuple[int, int] | None:
-    """(header line, end) of the table ``path``; the end excludes the blank and
-    comment lines before the next header, which belong to that one."""
+def _find_block(lines: list[str], path: TablePath, occurrence: int = 0) -> tuple[int, int] | None:
+    """(header line, end) of the table ``path`` (of its ``occurrence``-th header,
+    for an array of tables); the end excludes the blank and comment lines before
+    the next header, which belong to that one."""
+    seen = 0
     for index, line in enumerate(lines):
         if _header_path(line) == path:
+            if seen < occurrence:
+                seen += 1
+                continue
             end = index + 1
             while end < len(lines) and _header_path(lines[end]) is None:
                 end += 1
@@ -162,3 +215,21 @@ def _tomlkit_delete(document: Any, path: TablePath) -> None:
     for part in path[:-1]:
         table = table[part]
     del table[path[-1]]
+
+
+def _tomlkit_set_entry(document: Any, key: str, index: int | None, values: dict[str, Any]) -> None:
+    if key not in document:
+        document[key] = tomlkit.aot()
+    # An array written inline (``key = [{…}]``) takes an inline table.
+    table = tomlkit.inline_table() if isinstance(document[key], tomlkit.items.Array) else tomlkit.table()
+    table.update(values)
+    if index is None:
+        document[key].append(table)
+    else:
+        document[key][index] = table
+
+
+def _tomlkit_delete_entry(document: Any, key: str, index: int | None) -> None:
+    del document[key][index]
+    if not document[key]:
+        del document[key]

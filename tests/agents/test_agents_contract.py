@@ -52,6 +52,7 @@ BUILTIN = {
     "pi": "pi",
     "qwen": "qwen_code",
     "roo": "roo_code",
+    "vibe": "mistral_vibe",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
 READ_ONLY = {"aider", "codebuff"}  # swept, not wired

@@ -271,6 +271,7 @@ from funes.agents.gemini import parser as gemini  # noqa: E402
 from funes.agents.kimi import parser as kimi  # noqa: E402
 from funes.agents.kiro import parser as kiro  # noqa: E402
 from funes.agents.qwen import parser as qwen  # noqa: E402
+from funes.agents.vibe import parser as vibe  # noqa: E402
 from trace_helpers import FIXTURES  # noqa: E402
 
 AGENTS = FIXTURES / "agents"
@@ -281,9 +282,10 @@ MORE_JSONL_CASES = [
     (kiro, AGENTS / "kiro_cli/sessions/cli/3c2b1a00-7777-4888-9999-aaaabbbbcccc.jsonl"),
     (kimi, AGENTS / "kimi_cli/sessions/c72527a0c7cc5b564daf6847cc85bea7/3f1c9a52-7b1e-4c0d-9a8e-51d2c4b7e610/"
                     "context.jsonl"),
+    (vibe, AGENTS / "mistral_vibe/logs/session/session_20251205_101500_7c0e5a11/messages.jsonl"),
 ]
 MORE_IDS = [module.HARNESS for module, _ in MORE_JSONL_CASES]
-MORE_MODULES = [gemini, qwen, copilot, kiro, kimi]
+MORE_MODULES = [gemini, qwen, copilot, kiro, kimi, vibe]
 
 
 def _without_shared_ids(line: bytes, n: int) -> bytes:
