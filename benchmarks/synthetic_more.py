@@ -108,4 +108,41 @@ def write_droid(root: Path, sessions: list[ScriptedSession]) -> Path:
     return folder
 
 
-WRITERS = {"kilo": write_kilo, "continuedev": write_continue, "droid": write_droid}
+_ZED_TOOLS = {"shell": "terminal", "read": "read_file", "edit": "edit_file", "write": "write_file", "search": "grep"}
+
+
+def write_zed(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/threads/threads.db``: one row per thread, the thread JSON
+    zstd-compressed as Zed saves it (User and Agent messages, results by call id)."""
+    import sqlite3
+
+    import zstandard
+
+    zed = synthetic._fixture_module("agents/zed/make_zed_db.py")
+    db = root / "threads" / "threads.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(zed.SCHEMA)
+    compress = zstandard.ZstdCompressor(level=3)
+    with conn:
+        for session in sessions:
+            messages: list = []
+            for exchange in session.exchanges:
+                messages.append(zed.user(exchange.prompt))
+                for _, step in synthetic._steps(exchange):
+                    content = [{"Thinking": {"text": step.thinking, "signature": None}}] if step.thinking else []
+                    content.append({"Text": step.text})
+                    content += [zed.tool_use(c.id, _ZED_TOOLS[c.kind], c.args) for c in step.calls]
+                    messages.append(zed.agent(content, {c.id: zed.result(c.id, _ZED_TOOLS[c.kind], c.result,
+                                                                          c.is_error) for c in step.calls}))
+            started = synthetic._iso(session.exchanges[0].started)
+            thread = {"title": session.exchanges[0].prompt[:40], "messages": messages, "updated_at": started,
+                      "version": "0.3.0"}
+            conn.execute("INSERT INTO threads VALUES (?, ?, ?, 'zstd', ?, NULL, ?, '0', ?)",
+                         (session.id, thread["title"], started, compress.compress(json.dumps(thread).encode()),
+                          session.cwd, started))
+    conn.close()
+    return db
+
+
+WRITERS = {"kilo": write_kilo, "continuedev": write_continue, "droid": write_droid, "zed": write_zed}

@@ -27,6 +27,18 @@ _WS = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _SCALAR = re.compile(r"[^,\]}\s]+")
 _INDENT = re.compile(r"\n([ \t]+)\S")
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments (outside strings) blanked to
+    spaces, newlines kept: every offset still points at the same byte of ``text``."""
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else re.sub(r"[^\n]", " ", m.group(0)),
+                                  text)
+
+
+def _plain(text: str) -> str:
+    return text
 
 
 @dataclass
@@ -77,15 +89,18 @@ class _Spans:
 
 
 class JsonText:
-    """A JSON object document (file) being edited; ``text`` is the current text."""
+    """A JSON object document (file) being edited; ``text`` is the current text.
+    With ``comments``, ``//`` and ``/* */`` comments are allowed (JSON with comments,
+    as some editors keep their settings) and kept where they are."""
 
-    def __init__(self, path: Path, text: str | None):
+    def __init__(self, path: Path, text: str | None, *, comments: bool = False):
         self.path = path
         self.original = text
         self.text = text if text is not None and text.strip() else "{}\n"
         self.initial_text = self.text
+        self._parsed = _without_comments if comments else _plain
         try:
-            self.data = json.loads(self.text)
+            self.data = json.loads(self._parsed(self.text))
         except ValueError as exc:
             raise ConfigFileError(f"{display(path)} is not valid JSON ({exc}); funes changed nothing") from exc
         if not isinstance(self.data, dict):
@@ -146,11 +161,14 @@ class JsonText:
         expected = copy.deepcopy(self.data)
         on_data(expected)
         try:
-            start, end, replacement = on_text(_Spans(self.text))
+            start, end, replacement = on_text(_Spans(self._parsed(self.text)))
             text = self.text[:start] + replacement + self.text[end:]
-            spliced_ok = json.loads(text) == expected
+            spliced_ok = json.loads(self._parsed(text)) == expected
         except (ValueError, IndexError, AttributeError, KeyError):
             spliced_ok = False
+        if not spliced_ok and self._parsed is not _plain:  # rewriting would drop the user's comments
+            raise ConfigFileError(f"{display(self.path)}: funes cannot edit this layout without losing its comments;"
+                                  " funes changed nothing")
         if not spliced_ok:  # a layout the splicer does not know: keep the data right
             text = json.dumps(expected, indent=self.unit, ensure_ascii=False) + "\n"
         self.text, self.data = text, expected

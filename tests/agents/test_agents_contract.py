@@ -53,6 +53,7 @@ BUILTIN = {
     "qwen": "qwen_code",
     "roo": "roo_code",
     "vibe": "mistral_vibe",
+    "zed": "zed",
 }
 READ_BY_PATH_ONLY = {"parquet"}  # not swept by a bare `funes index`, not wired
 READ_ONLY = {"aider", "codebuff"}  # swept, not wired
