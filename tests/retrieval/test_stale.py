@@ -91,6 +91,7 @@ async def _mcp_recall(cwd: Path) -> str:
             return "\n".join(part.text for part in result.content if part.type == "text")
 
 
+@pytest.mark.slow  # an MCP server of its own (test_projects.py runs one in the default suite)
 def test_the_mcp_recall_marks_hits_against_the_servers_checkout(moved_on):
     text = anyio.run(_mcp_recall, moved_on)
     assert "  ! since: src/cache.py +2 commits, src/shim.py gone; ran on feat/cache, checkout on main" in text
