@@ -78,7 +78,7 @@ def _first_index(target, binding, yes: bool) -> None:
     from funes.memory.reader import Memory
     from funes.pipelines.records import recorder
 
-    location = location_for(None if binding.remote else binding.memory)
+    location = location_for(None if binding.hub else binding.memory)
     try:
         if Memory.open(location).count(f"harness = {quote(target.harness)}"):
             return

@@ -62,9 +62,15 @@ class Binding:
     memory: str | None  # as named at `funes add`; None: the local memory
 
     @property
-    def remote(self) -> bool:
-        """A Hub memory: recall reads it, turns are indexed locally and published to it."""
+    def hub(self) -> bool:
+        """A Hub memory: recall reads it, turns are indexed in the local memory."""
         return is_hub_memory(self.memory)
+
+    @property
+    def remote(self) -> bool:
+        """A Hub memory the turns are also published to: not a release (``org/repo@tag``),
+        which is a fixed snapshot the agent reads and never writes."""
+        return self.hub and "@" not in self.memory  # type: ignore[operator]
 
     @property
     def label(self) -> str:
@@ -80,7 +86,7 @@ class Binding:
         command = [sys.executable, "-I", "-S", hook_script(), agent]
         if publish and self.memory:
             return [*command, "--publish", self.memory]
-        if self.memory and not self.remote:  # a folder or object-store memory is indexed in place
+        if self.memory and not self.hub:  # a folder or object-store memory is indexed in place
             command += ["--memory", self.memory]
         return command
 

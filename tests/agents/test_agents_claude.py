@@ -123,6 +123,18 @@ def test_a_hub_memory_adds_publish_hooks_and_a_local_add_drops_them(claude_home)
     assert set(settings["hooks"]) == {"PreToolUse", "Stop", "PreCompact"} and len(settings["hooks"]["Stop"]) == 2
 
 
+def test_a_release_is_read_and_never_published_to(claude_home):
+    """`funes add claude org/repo@tag`: the MCP server reads the release; turns are
+    indexed in the local memory and no hook publishes to a fixed snapshot."""
+    assert funes("add", "claude", "acme/kb@v1.0.0", "--yes").code == 0
+    settings = json.loads((claude_home / ".claude" / "settings.json").read_text())
+    assert set(settings["hooks"]) == {"PreToolUse", "Stop", "PreCompact"}
+    commands = [hook["command"] for groups in settings["hooks"].values() for group in groups for hook in group["hooks"]]
+    assert not any("--publish" in command or "--memory" in command for command in commands)
+    assert json.loads((claude_home / ".claude.json").read_text())["mcpServers"]["funes"]["args"] == [
+        "mcp", "acme/kb@v1.0.0"]
+
+
 def test_a_folder_memory_is_indexed_in_place(claude_home, tmp_path):
     assert funes("add", "claude", str(tmp_path / "team-memory"), "--yes").code == 0
     settings = json.loads((claude_home / ".claude" / "settings.json").read_text())
