@@ -48,17 +48,10 @@ class KiloCode(SessionIdHookAgent):
         (relative: inside the data folder), and the classic extension's storage in
         each editor."""
         from funes.agents.cline.tasks import global_storage_dirs
+        from funes.agents.opencode import data_roots
 
         env = os.environ if env is None else env
-        data = self.home(env)
-        roots = [data]
-        moved = env.get(MOVED_DB_ENV)
-        if moved and moved != ":memory:":
-            path = Path(moved).expanduser()
-            path = path if path.is_absolute() else data / path
-            if path.parent != data:
-                roots.append(path)
-        return [*roots, *global_storage_dirs(EXTENSION_ID)]
+        return [*data_roots(self.home(env), env.get(MOVED_DB_ENV)), *global_storage_dirs(EXTENSION_ID)]
 
     def claims_location(self, path: Path) -> int:
         posix = path.expanduser().as_posix().rstrip("/") + "/"

@@ -24,6 +24,19 @@ def is_database_name(name: str) -> bool:
     return name == DB_NAME or (name.startswith("opencode-") and name.endswith(".db"))
 
 
+def data_roots(data: Path, moved: str | None) -> list[Path]:
+    """A data folder, and the database a ``*_DB`` variable moves out of it (a
+    relative value names a file inside it; ``:memory:`` none): OpenCode's rule,
+    which its forks keep."""
+    roots = [data]
+    if moved and moved != ":memory:":
+        path = Path(moved).expanduser()
+        path = path if path.is_absolute() else data / path
+        if path.parent != data:
+            roots.append(path)
+    return roots
+
+
 class OpenCode(SessionIdHookAgent):
     name = "opencode"
     harness = "opencode"
@@ -42,15 +55,7 @@ class OpenCode(SessionIdHookAgent):
         """The data folder, and the database ``$OPENCODE_DB`` names when it lies
         elsewhere (a relative value is taken inside the data folder, as OpenCode does)."""
         env = os.environ if env is None else env
-        data = self.home(env)
-        roots = [data]
-        moved = env.get(MOVED_DB_ENV)
-        if moved and moved != ":memory:":
-            path = Path(moved).expanduser()
-            path = path if path.is_absolute() else data / path
-            if path.parent != data:
-                roots.append(path)
-        return roots
+        return data_roots(self.home(env), env.get(MOVED_DB_ENV))
 
     def claims_location(self, path: Path) -> int:
         path = path.expanduser()
