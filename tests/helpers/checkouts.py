@@ -53,9 +53,10 @@ def claude_session(home: Path, session_id: str, cwd: Path | str, said: str, edit
 
     calls = [{"type": "tool_use", "id": f"t{n}", "name": "Edit",
               "input": {"file_path": path, "old_string": "a", "new_string": "b"}} for n, path in enumerate(edits)]
-    records = [record("user", f"{session_id[:8]}-u1", None, 0, said.split(":")[0]),
-               record("assistant", f"{session_id[:8]}-a1", f"{session_id[:8]}-u1", 1, [{"type": "text", "text": said}, *calls]),
-               record("user", f"{session_id[:8]}-r1", f"{session_id[:8]}-a1", 2,
+    short = session_id[:8]
+    records = [record("user", f"{short}-u1", None, 0, said.split(":")[0]),
+               record("assistant", f"{short}-a1", f"{short}-u1", 1, [{"type": "text", "text": said}, *calls]),
+               record("user", f"{short}-r1", f"{short}-a1", 2,
                       [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "The file has been updated."}
                        for n in range(len(edits))])]
     path = home / ".claude" / "projects" / str(cwd).replace("/", "-") / f"{session_id}.jsonl"

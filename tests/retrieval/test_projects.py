@@ -32,7 +32,8 @@ def projects(isolated_env, tmp_path):
     for session, folder, minute in ((MAIN, top, 0), (WORKTREE, tmp_path / "proj-wt", 1),
                                     (CLONE, tmp_path / "clone", 2), (OTHER, other, 3)):
         claude_session(isolated_env, session, folder, f"Readme rewrite {minute}: the install steps moved up.",
-                       [str(folder / "README.md")], minute=minute)
+                       [str(folder / "README.md")], minute=minute,
+                       branch="feat/wt" if session == WORKTREE else "main")
     indexed = funes("index", "--yes")
     assert indexed.code == 0, indexed.err
     return tmp_path
@@ -123,7 +124,8 @@ async def _mcp(cwd: Path):
             here = await session.call_tool("sessions", {"here": True})
             everywhere = await session.call_tool("sessions", {})
             touched = await session.call_tool("history", {"path": "README.md"})
-            return tools, here, everywhere, touched
+            recalled = await session.call_tool("recall", {"query": "readme install steps", "here": True, "k": 20})
+            return tools, here, everywhere, touched, recalled
 
 
 def _text(result) -> str:
@@ -131,9 +133,13 @@ def _text(result) -> str:
 
 
 def test_the_mcp_tools_take_here_and_keep_a_path_to_the_servers_project(projects):
-    tools, here, everywhere, touched = anyio.run(_mcp, projects / "clone")
+    tools, here, everywhere, touched, recalled = anyio.run(_mcp, projects / "clone")
     for name in ("recall", "sessions", "history", "scan"):
         assert tools[name].input_schema["properties"]["here"]["anyOf"][0]["type"] == "boolean"
     assert _text(here).splitlines()[-1] == "3 session(s)"
     assert _text(everywhere).splitlines()[-1] == "4 session(s)"  # here is not the default
     assert OTHER[:8] not in _text(touched) and MAIN[:8] in _text(touched)
+    # The worktree's session ran on its branch; the clone the server runs in is on main.
+    hits = _text(recalled).split("\n---")
+    assert any(WORKTREE[:8] in hit and "  ! ran on feat/wt, checkout on main" in hit for hit in hits)
+    assert not any(MAIN[:8] in hit and "  ! " in hit for hit in hits)
