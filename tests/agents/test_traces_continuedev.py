@@ -105,7 +105,7 @@ items = json_values | st.fixed_dictionaries({
     "reasoning": json_values})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(document=json_values | st.fixed_dictionaries({"workspaceDirectory": json_values,
                                                       "history": st.lists(items, max_size=5) | json_values}))
 def test_odd_sessions_parse(tmp_path_factory, document):

@@ -79,7 +79,7 @@ records = json_values | st.fixed_dictionaries({
                                                     "content": json_values | st.lists(parts, max_size=4)})})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(records.map(json.dumps) | st.text(max_size=20), max_size=6))
 def test_odd_records_parse(tmp_path_factory, lines):
     path = tmp_path_factory.mktemp("droid") / "odd.jsonl"
