@@ -102,4 +102,46 @@ def write_vibe(root: Path, sessions: list[ScriptedSession]) -> Path:
     return root / "logs" / "session"
 
 
-WRITERS = {"kimi": write_kimi, "vibe": write_vibe}
+_AUGGIE_TOOLS = {"shell": "launch-process", "read": "view", "edit": "str-replace-editor", "write": "save-file",
+                 "search": "grep-search"}
+
+
+def write_auggie(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/sessions/<session id>.json``: one document per session whose
+    ``chatHistory`` holds one exchange per model call."""
+    for session in sessions:
+        history: list[dict] = []
+        ide = {"id": 9, "type": 4, "ide_state_node": {"workspace_folders": [
+            {"repository_root": session.cwd, "folder_root": session.cwd}]}}
+        for exchange in session.exchanges:
+            request_nodes: list[dict] = [{"id": 1, "type": 0, "text_node": {"content": exchange.prompt}}, ide]
+            message = exchange.prompt
+            for offset, step in _steps(exchange):
+                nodes: list[dict] = ([{"id": 0, "type": 8, "content": step.thinking,
+                                       "thinking": {"content": step.thinking}}] if step.thinking else [])
+                nodes.append({"id": len(nodes), "type": 0, "content": step.text})
+                nodes += [{"id": len(nodes) + n, "type": 5, "content": "", "tool_use": {
+                    "tool_use_id": c.id, "tool_name": _AUGGIE_TOOLS[c.kind], "input_json": json.dumps(c.args)}}
+                    for n, c in enumerate(step.calls)]
+                history.append({"exchange": {"request_message": message, "response_text": step.text,
+                                             "request_id": str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                                          f"{session.id}/{len(history)}")),
+                                             "request_nodes": request_nodes, "response_nodes": nodes},
+                                "completed": True, "sequenceId": len(history) + 1,
+                                "finishedAt": datetime.fromtimestamp(exchange.at(offset), timezone.utc).isoformat(),
+                                "isHistorySummary": False, "source": "local"})
+                message = ""
+                request_nodes = [{"id": n, "type": 1, "tool_result_node": {
+                    "tool_use_id": c.id, "is_error": c.is_error, "content":
+                    f"<return-code>{int(c.is_error)}</return-code>\n<output>{c.result}</output>"
+                    if c.kind == "shell" else c.result}} for n, c in enumerate(step.calls)]
+        started = datetime.fromtimestamp(session.exchanges[0].started, timezone.utc).isoformat()
+        document = {"sessionId": session.id, "created": started, "modified": started, "chatHistory": history,
+                    "agentState": {"userGuidelines": "", "workspaceGuidelines": "", "modelId": "claude-sonnet-4-5"}}
+        folder = root / "sessions"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{session.id}.json").write_text(json.dumps(document, indent=2))
+    return root / "sessions"
+
+
+WRITERS = {"kimi": write_kimi, "vibe": write_vibe, "auggie": write_auggie}

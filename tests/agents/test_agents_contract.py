@@ -29,6 +29,7 @@ from paths import ROOT
 BUILTIN = {
     "aider": "aider",
     "amp": "amp",
+    "auggie": "auggie",
     "claude": "claude_code",
     "cline": "cline",
     "codebuff": "codebuff",

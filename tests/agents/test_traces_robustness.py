@@ -373,6 +373,7 @@ def test_kiro_random_bytes_database(tmp_path_factory, content):
 
 from funes.agents.aider import parser as aider  # noqa: E402
 from funes.agents.amp import parser as amp  # noqa: E402
+from funes.agents.auggie import parser as auggie  # noqa: E402
 from funes.agents.cline import parser as cline  # noqa: E402
 from funes.agents.roo import parser as roo  # noqa: E402
 # (parser, fixture tree, the session file inside it, the key of its message array or None for a bare array)
@@ -382,6 +383,7 @@ WHOLE_FILE_CASES = [
     (roo, "roo_code", "globalStorage/rooveterinaryinc.roo-cline/tasks/3f6c1a2e-8b4d-4e0a-9c7b-5d2e1f0a9b8c/"
                       "api_conversation_history.json", None),
     (amp, "amp", "threads/T-019d2a41-7c3e-7b10-9f2a-4e5d6c7b8a90.json", "messages"),
+    (auggie, "auggie", "sessions/5b7d2e90-4c1a-4f3b-9e8d-0a1b2c3d4e5f.json", "chatHistory"),
 ]
 WHOLE_FILE_IDS = [f"{module.HARNESS}:{relative.split('/')[-1]}" for module, _, relative, _ in WHOLE_FILE_CASES]
 MESSAGE_FIELDS = ["role", "content", "type", "text", "id", "ts", "name", "input", "tool_use_id", "toolUseID", "run",

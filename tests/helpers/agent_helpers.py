@@ -21,7 +21,7 @@ import pytest
 AGENT_CLIS = Path(os.environ.get("FUNES_TEST_AGENT_CLIS") or Path.home() / ".cache" / "funes-agent-clis")
 NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "pi": "@mariozechner/pi-coding-agent",
                 "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code", "copilot": "@github/copilot",
-                "cline": "cline", "amp": "@ampcode/cli", "opencode": "opencode-ai"}
+                "cline": "cline", "amp": "@ampcode/cli", "opencode": "opencode-ai", "auggie": "@augmentcode/auggie"}
 INSTALL = f"npm install --prefix {AGENT_CLIS} {' '.join(NPM_PACKAGES.values())}"
 PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
 
