@@ -94,6 +94,6 @@ def test_pi_loads_the_extension_tools_events_and_skill(pi_home):
     assert loaded["errors"] == []
     assert str(package(pi_home) / "index.ts") in loaded["extensions"]
     assert {"recall", "get", "status", "hello"} <= set(loaded["tools"])
-    assert {"agent_end", "session_start", "session_shutdown"} <= set(loaded["events"])
+    assert {"agent_end", "session_before_compact", "session_start", "session_shutdown"} <= set(loaded["events"])
     assert "funes-recall" in loaded["skills"]
     assert any("quoted history" in guideline for guideline in loaded["guidelines"])

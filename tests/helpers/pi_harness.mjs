@@ -7,7 +7,8 @@
 // {"action": "describe"}                      → {extensions, tools, events, skills, errors}
 // {"action": "call", "calls": [{tool, params}]} → {results: [{text} or {error}]}: each tool's
 //                                                 execute(), in order, in one pi process
-// {"action": "turn", "session_file", "session_id"} → {handled}: the agent_end handlers
+// {"action": "turn", "session_file", "session_id", "event"?} → {handled}: the handlers of
+//                                                 `event` (default agent_end), given its event object
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -52,8 +53,9 @@ if (request.action === "describe") {
   const started = performance.now();
   let handled = 0;
   for (const extension of extensions) {
-    for (const handler of extension.handlers.get("agent_end") ?? []) {
-      await handler({ type: "agent_end", messages: [] }, ctx);
+    const event = request.event ?? { type: "agent_end", messages: [] };
+    for (const handler of extension.handlers.get(event.type) ?? []) {
+      await handler(event, ctx);
       handled += 1;
     }
   }

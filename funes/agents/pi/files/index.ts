@@ -7,8 +7,10 @@
 // (newline-delimited JSON-RPC).
 //
 // After every prompt (`agent_end`: once all of its tool turns are done, the session
-// file already written) it runs the funes hook with the session file on stdin; the
-// hook hands the turn to a background worker and returns at once.  With a Hub memory
+// file already written), and before a compaction summarises the conversation
+// (`session_before_compact`: the turns it is about to drop are in the file), it runs
+// the funes hook with the session file on stdin; the hook hands the turn to a
+// background worker and returns at once (the compaction goes ahead as pi planned it).  With a Hub memory
 // it also runs the publish hook at session start and shutdown.  Hooks never disturb
 // the turn: spawn errors are ignored, and nothing runs inside a process a funes hook
 // started (FUNES_HOOK is set there).
@@ -201,10 +203,12 @@ export default function (pi: any) {
     execute: () => forward("status", {}),
   });
 
-  pi.on("agent_end", async (_event: unknown, ctx: any) => {
-    const payload = sessionPayload("agent_end", ctx);
-    if (payload) runHook(binding.index, payload);
-  });
+  for (const event of ["agent_end", "session_before_compact"]) {
+    pi.on(event, async (_event: unknown, ctx: any) => {
+      const payload = sessionPayload(event, ctx);
+      if (payload) runHook(binding.index, payload);
+    });
+  }
   for (const event of ["session_start", "session_shutdown"]) {
     pi.on(event, async (_event: unknown, ctx: any) => {
       runHook(binding.publish, sessionPayload(event, ctx) ?? { hook_event_name: event });
