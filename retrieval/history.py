@@ -84,8 +84,10 @@ def file_history(memory: Memory, filters: Filters, *, limit: int = 50) -> Histor
     filters = filters.bound(memory)
     frame = pl.from_arrow(memory.scan(COLUMNS, filters.where()))
     if frame.is_empty():
-        raise NothingTouchedError(f"no turn touched {filters.file} in memory at {memory.location.label}"
-                                  + (" (with these filters)" if _narrowed(filters) else ""))
+        label = project_label(filters.project.label, None) if filters.project else ""
+        scope = (f" (in this project, {label}: --anywhere asks every project)" if filters.implicit
+                 else " (with these filters)" if _narrowed(filters) else "")
+        raise NothingTouchedError(f"no turn touched {filters.file} in memory at {memory.location.label}{scope}")
     turns = (frame.unique(["session_id", "turn_uuid"], keep="first")
              .with_columns((pl.col("ts").fill_null("") == "").alias("undated"))
              .sort(["undated", "ts", "session_id", "seq"], descending=[False, True, False, True]))
@@ -117,7 +119,7 @@ def project_label(repo: str | None, workdir: str | None) -> str:
 
 def _narrowed(filters: Filters) -> bool:
     return any(getattr(filters, name) for name in ("harness", "workdir", "repo", "branch", "session", "since",
-                                                   "until", "command"))
+                                                   "until", "command", "project"))
 
 
 def _explanations(memory: Memory, entries: list[dict[str, Any]]) -> dict[tuple[str, int], tuple[str, int]]:

@@ -93,6 +93,8 @@ def test_a_path_asked_inside_a_checkout_keeps_to_its_project(projects, monkeypat
         assert {t["path"] for e in report["entries"] for t in e["touches"]} == {"README.md"}
         assert report["projects"] == []
     assert {e["session_id"] for e in history("README.md", "--anywhere")["entries"]} == ours | {OTHER}
+    missing = funes("history", "docs/guide.md")  # touched by no session of this project
+    assert missing.code == 1 and "(in this project, " in missing.err and "--anywhere" in missing.err
 
     # Outside a checkout every project's file is listed, and the answer names the projects.
     monkeypatch.chdir(projects)
