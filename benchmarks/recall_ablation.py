@@ -32,6 +32,11 @@ import numpy as np
 
 POOL = 100
 BLOCK_TYPES = ("text", "thinking", "tool_use", "tool_result")
+DEV_SETS = {"coding": "coding dev (100 questions, 6 real sessions)",
+            "coding2": "coding dev2 (58 questions, 7 other real sessions)",
+            "locomo": "LoCoMo dev (1,018 questions)"}
+# set → the kit's folder of a coding set
+CODING_KITS = {"coding": "coding-dev", "coding2": "coding-dev2"}
 
 
 def previous_tokenize(texts: Sequence[str]) -> list[list[str]]:
@@ -367,3 +372,24 @@ def pooled_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callable[[dict
                                  "in_sample_choice": summary(dev, scored[position][best_in_sample]),
                                  "left_out": summary(dev, held[position])}
     return out
+
+
+def group_of(name: str):
+    return (lambda q: q["gold"][0]["session_id"]) if name in CODING_KITS else (lambda q: q["conv"])
+
+
+def dev_sets(kit: Path, corpora: dict[str, Path], what: str):
+    """(name, loaded :class:`DevSet`, the kit's scorer module) per set."""
+    sys.path.insert(0, str(kit))
+    import score as sc
+
+    for name, corpus in corpora.items():
+        print(f"[{name}] {what} …", file=sys.stderr, flush=True)
+        yield name, DevSet.load(name, corpus, kit), sc
+
+
+def cell(summary: dict | None, key: str = "overall") -> str:
+    if not summary:
+        return "—"
+    o = summary[key] if key == "overall" else summary
+    return f"{o['R@10']:.3f} / {o['MRR@10']:.3f}"

@@ -81,6 +81,6 @@ def test_the_tiers_embedded_at_int8_are_the_measured_ones():
 
 
 INT8_RUN = "int8 for tiers 1 + 3, fp32 queries (new memories)"
-# The ablation row (benchmarks/eval_recall.py TIER_SETTINGS) of each policy.
+# The ablation row (benchmarks/recall_tiers.py TIER_SETTINGS) of each policy.
 POLICY_RUN = {(1, 2, 3): "every tier (all rows have vectors)", (1,): "tier 1 only (text, thinking)",
               (1, 2): "tiers 1 + 2 (tool results left out)", (1, 3): "tiers 1 + 3 (tool calls left out)"}
