@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from funes.traces.common import as_str, compact_json, opt_str, tool_input_text
+from funes.traces.common import (as_str, call_arguments, command_text, compact_json, opt_str, path_touches,
+                                 tool_input_text)
 from funes.traces.model import Block, FileTouch
 
 # Searched for without a leading ``^`` and kept when they start a line: a ``^`` makes the
@@ -95,8 +96,27 @@ def tool_use_part_block(part: dict[str, Any],
     return Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")), files=files, command=command)
 
 
-def function_call_blocks(calls: Any,
-                         provenance: Callable[[str | None, Any], tuple[tuple[FileTouch, ...], str | None]]) -> list[Block]:
+Provenance = Callable[[str | None, Any], tuple[tuple[FileTouch, ...], str | None]]
+
+
+def named_tool_provenance(file_tools: dict[str, tuple[tuple[str, ...], str]],
+                          shell_tools: frozenset[str]) -> Provenance:
+    """The provenance of an agent whose tools are told apart by name: a call of a
+    ``file_tools`` tool touches the paths under its argument keys (with its action),
+    one of ``shell_tools`` runs its ``command`` argument."""
+    def provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
+        if name in file_tools:
+            keys, action = file_tools[name]
+            return path_touches(arguments, keys, action), None
+        if name in shell_tools:
+            mapping = call_arguments(arguments)
+            return (), command_text(mapping.get("command")) if mapping is not None else None
+        return (), None
+
+    return provenance
+
+
+def function_call_blocks(calls: Any, provenance: Provenance) -> list[Block]:
     """An OpenAI chat message's ``tool_calls`` as tool_use blocks: each call's
     ``function.arguments`` (JSON text, usually) as the stored text, and the files and
     command the agent's ``provenance(name, arguments)`` reads from it.  Calls of

@@ -75,13 +75,7 @@ class TomlText:
             parent = parent[part]
         del parent[path[-1]]
         lines = self.text.splitlines(keepends=True)
-        block = _find_block(lines, path)
-        spliced = None
-        if block is not None:
-            header, end = block
-            if header > 0 and not lines[header - 1].strip():
-                header -= 1  # the blank line `set_table` put before it
-            spliced = "".join(lines[:header] + lines[end:])
+        spliced = _without_block(lines, _find_block(lines, path))
         self._commit(spliced, expected, lambda doc: _tomlkit_delete(doc, path))
 
     def _array_entry(self, key: str, match: tuple[str, Any]) -> tuple[list, int | None]:
@@ -122,13 +116,7 @@ class TomlText:
         if not expected[key]:
             del expected[key]
         lines = self.text.splitlines(keepends=True)
-        block = _find_block(lines, ("[[", key), found)
-        spliced = None
-        if block is not None:
-            header, end = block
-            if header > 0 and not lines[header - 1].strip():
-                header -= 1  # the blank line `set_array_entry` put before it
-            spliced = "".join(lines[:header] + lines[end:])
+        spliced = _without_block(lines, _find_block(lines, ("[[", key), found))
         self._commit(spliced, expected, lambda doc: _tomlkit_delete_entry(doc, key, found))
 
     def _commit(self, spliced: str | None, expected: dict, tomlkit_edit) -> None:
@@ -191,6 +179,17 @@ def _find_block(lines: list[str], path: TablePath, occurrence: int = 0) -> tuple
                 end -= 1
             return index, end
     return None
+
+
+def _without_block(lines: list[str], block: tuple[int, int] | None) -> str | None:
+    """The text without the lines of ``block`` and the blank line funes put before
+    it when it added the table; None when there is no block to cut."""
+    if block is None:
+        return None
+    header, end = block
+    if header > 0 and not lines[header - 1].strip():
+        header -= 1
+    return "".join(lines[:header] + lines[end:])
 
 
 def _render_header(path: TablePath) -> str:

@@ -30,20 +30,18 @@ from funes.agents.auggie import AGENT
 from funes.traces.common import (
     TurnCollector,
     as_str,
-    call_arguments,
-    command_text,
     file_unit,
     finish_session,
     normalize_ts,
     opt_str,
-    path_touches,
     tool_input_text,
     tool_turn_role,
     walk_files,
     workdir_facet,
 )
-from funes.traces.jsonl import load_json_file, message_objects, shape_warning, SHAPE_ERRORS
-from funes.traces.model import Block, FileTouch, Session, SourceUnit
+from funes.traces.content_parts import named_tool_provenance
+from funes.traces.jsonl import SHAPE_ERRORS, load_json_file, message_objects, shape_warning
+from funes.traces.model import Block, Session, SourceUnit
 
 HARNESS = AGENT.harness
 TEXT, TOOL_RESULT, IDE_STATE = 0, 1, 4  # request node types
@@ -51,6 +49,7 @@ RAW_RESPONSE, TOOL_USE, THINKING = 0, 5, 8  # response node types
 FILE_TOOLS = {"view": (("path",), "read"), "str-replace-editor": (("path",), "edit"),
               "save-file": (("path",), "write"), "remove-files": (("file_paths",), "delete")}
 SHELL_TOOLS = frozenset({"launch-process"})
+_provenance = named_tool_provenance(FILE_TOOLS, SHELL_TOOLS)
 _RETURN_CODE = re.compile(r"<return-code>\s*(-?\d+)\s*</return-code>")
 _NOT_SESSIONS = re.compile(r".*-backup\d+\.json|.*\.tmp")
 
@@ -69,16 +68,6 @@ def discover(root: Path) -> Iterator[SourceUnit]:
         unit = file_unit(HARNESS, path, path.stem)
         if unit is not None:
             yield unit
-
-
-def _provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
-    if name in FILE_TOOLS:
-        keys, action = FILE_TOOLS[name]
-        return path_touches(arguments, keys, action), None
-    if name in SHELL_TOOLS:
-        mapping = call_arguments(arguments)
-        return (), command_text(mapping.get("command")) if mapping is not None else None
-    return (), None
 
 
 def _nodes(value: Any) -> list[dict[str, Any]]:
@@ -125,8 +114,9 @@ def _response(exchange: dict[str, Any]) -> list[Block]:
 def _workspace(exchange: dict[str, Any]) -> str:
     for node in _nodes(exchange.get("request_nodes")):
         state = node.get("ide_state_node")
-        if node.get("type") == IDE_STATE and isinstance(state, dict) and isinstance(state.get("workspace_folders"), list):
-            for folder in state["workspace_folders"]:
+        folders = state.get("workspace_folders") if isinstance(state, dict) else None
+        if node.get("type") == IDE_STATE and isinstance(folders, list):
+            for folder in folders:
                 if isinstance(folder, dict):
                     return as_str(folder.get("repository_root")) or as_str(folder.get("folder_root"))
     return ""

@@ -30,24 +30,23 @@ from typing import Any
 from funes.agents.kimi import AGENT
 from funes.traces.common import (
     TurnCollector,
-    call_arguments,
-    command_text,
     file_unit,
     finish_session,
     normalize_ts,
     opt_str,
-    path_touches,
     walk_files,
     workdir_facet,
 )
-from funes.traces.content_parts import function_call_blocks
+from funes.traces.content_parts import function_call_blocks, named_tool_provenance
 from funes.traces.jsonl import decode_json, each_record
-from funes.traces.model import Block, FileTouch, Session, SourceUnit
+from funes.traces.model import Block, Session, SourceUnit
 
 HARNESS = AGENT.harness
 CONTEXT = "context.jsonl"
-FILE_TOOLS = {"ReadFile": "read", "ReadMediaFile": "read", "WriteFile": "write", "StrReplaceFile": "edit"}
+FILE_TOOLS = {"ReadFile": (("path",), "read"), "ReadMediaFile": (("path",), "read"), "WriteFile": (("path",), "write"),
+              "StrReplaceFile": (("path",), "edit")}
 SHELL_TOOLS = frozenset({"Shell"})
+_provenance = named_tool_provenance(FILE_TOOLS, SHELL_TOOLS)
 _OWN_TEXT = ("<system>", "<system-reminder>")
 _EXIT = re.compile(r"<system>(?:ERROR: )?Command failed with exit code: (-?\d+)")
 _SUCCESS = "<system>Command executed successfully.</system>"
@@ -83,15 +82,6 @@ def discover(root: Path) -> Iterator[SourceUnit]:
         unit = file_unit(HARNESS, path, session_id)
         if unit is not None:
             yield unit
-
-
-def _provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
-    if name in FILE_TOOLS:
-        return path_touches(arguments, ("path",), FILE_TOOLS[name]), None
-    if name in SHELL_TOOLS:
-        mapping = call_arguments(arguments)
-        return (), command_text(mapping.get("command")) if mapping is not None else None
-    return (), None
 
 
 def _parts(content: Any) -> list[Any]:

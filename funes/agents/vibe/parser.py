@@ -30,25 +30,23 @@ from funes.agents.vibe import AGENT
 from funes.traces.common import (
     TurnCollector,
     as_str,
-    call_arguments,
     clean_branch,
-    command_text,
     file_unit,
     finish_session,
     normalize_ts,
     opt_str,
-    path_touches,
     walk_files,
     workdir_facet,
 )
-from funes.traces.content_parts import function_call_blocks
+from funes.traces.content_parts import function_call_blocks, named_tool_provenance
 from funes.traces.jsonl import decode_json, each_record
-from funes.traces.model import Block, FileTouch, Session, SourceUnit
+from funes.traces.model import Block, Session, SourceUnit
 
 HARNESS = AGENT.harness
 MESSAGES = "messages.jsonl"
-FILE_TOOLS = {"read": ("file_path", "read"), "edit": ("file_path", "edit"), "write_file": ("path", "write")}
+FILE_TOOLS = {"read": (("file_path",), "read"), "edit": (("file_path",), "edit"), "write_file": (("path",), "write")}
 SHELL_TOOLS = frozenset({"bash"})
+_provenance = named_tool_provenance(FILE_TOOLS, SHELL_TOOLS)
 _RETURN_CODE = re.compile(r"^(?:returncode: |Return code: )(-?\d+)$", re.MULTILINE)
 
 
@@ -62,16 +60,6 @@ def discover(root: Path) -> Iterator[SourceUnit]:
         unit = file_unit(HARNESS, path, path.parent.name)
         if unit is not None:
             yield unit
-
-
-def _provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
-    if name in FILE_TOOLS:
-        key, action = FILE_TOOLS[name]
-        return path_touches(arguments, (key,), action), None
-    if name in SHELL_TOOLS:
-        mapping = call_arguments(arguments)
-        return (), command_text(mapping.get("command")) if mapping is not None else None
-    return (), None
 
 
 def _tool_result(message: dict[str, Any]) -> Block:
