@@ -148,6 +148,8 @@ def run_index(location: MemoryLocation, units: list[SourceUnit], *, limit: int |
         f"{len(report.warnings)} warning(s), {len(report.errors)} error(s), "
         f"{report.dropped_blocks} block(s) dropped for unlocatable secrets in {time.monotonic() - started:.1f}s"
     )
+    if report.excluded:
+        note(f"left out {report.excluded} session(s) on the exclusion list (`funes exclude list`)")
     if report.pending:
         note("run `funes index --yes` to embed the rest (recall already finds them by keyword)")
     return not report.errors

@@ -92,6 +92,9 @@ def test_excluded_sessions_are_in_no_byte_of_the_memory_even_after_compaction(is
         writer.maintain(keep_versions_for=timedelta(0))
     assert_in_no_byte(memory_dir(), EXCLUDED_WORDS)
     assert index(paths).excluded == 3  # not recorded as indexed: looked at again, still kept out
+    capsys.readouterr()
+    assert run_cli("index", str(isolated_env / "work" / "transcripts")) == 0
+    assert "left out 3 session(s) on the exclusion list" in capsys.readouterr().err
 
     # Off the list, a session is indexed by the next run.
     capsys.readouterr()
