@@ -57,13 +57,13 @@ def print_addable() -> None:
     from funes.agents.presence import on_this_machine
 
     print("Agents funes can add (funes add <name> [memory]):")
-    for found in on_this_machine():
-        if not found.wireable:
-            continue
+    addable = [found for found in on_this_machine() if found.wireable]
+    width = max((len(found.agent.name) for found in addable), default=0)
+    for found in addable:
         where = (f"{found.sessions} session(s) on this machine" if found.found
                  else "not found on this machine")
         state = "wired" if found.wired else "not wired" if found.wired is False else f"unknown ({found.problem})"
-        print(f"  {found.agent.name:<10} {found.agent.label}: {where}, {state}")
+        print(f"  {found.agent.name:<{width}} {found.agent.label}: {where}, {state}")
 
 
 def _first_index(target, binding, yes: bool) -> None:

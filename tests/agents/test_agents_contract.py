@@ -137,8 +137,11 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
     assert listing.code == 0, listing.err
     lines = listing.out.splitlines()
     assert lines[0].startswith("Agents funes can add")
-    assert "  claude     Claude Code: 5 session(s) on this machine, not wired" in lines
-    assert "  codex      Codex: 2 session(s) on this machine, wired" in lines
+    # One column of names as wide as the longest, so spacing is not asserted.
+    assert len({line.index(line.split()[1]) for line in lines[1:]}) == 1
+    words = [" ".join(line.split()) for line in lines]
+    assert "claude Claude Code: 5 session(s) on this machine, not wired" in words
+    assert "codex Codex: 2 session(s) on this machine, wired" in words
     assert not any("parquet" in line for line in lines)
     refused = funes("add", "parquet")
     assert refused.code == 2 and "funes cannot wire agent-traces Parquet" in refused.err
@@ -149,7 +152,8 @@ def test_status_lists_agents_found_wired_or_not_and_add_lists_what_can_be_added(
 
 def test_an_agent_not_on_this_machine_is_listed_as_not_found(isolated_env):
     listing = funes("add")
-    assert "  hermes     Hermes: not found on this machine, not wired" in listing.out.splitlines()
+    assert "hermes Hermes: not found on this machine, not wired" in [" ".join(line.split())
+                                                                      for line in listing.out.splitlines()]
 
 
 # ---------------------------------------------------------------------------------------- a third-party agent
@@ -315,7 +319,8 @@ def test_a_third_party_agent_package_is_indexed_recalled_and_wired(installed_plu
     assert (toy["label"], toy["found"], toy["sessions_on_disk"], toy["indexed_sessions"], toy["wired"]) == \
         ("Toy Agent", True, 1, 1, False)
     assert status["harnesses"]["toy_agent"]["sessions"] == 1
-    assert "  toy        Toy Agent: 1 session(s) on this machine, not wired" in funes("add").out.splitlines()
+    assert "toy Toy Agent: 1 session(s) on this machine, not wired" in [" ".join(line.split())
+                                                                       for line in funes("add").out.splitlines()]
 
     before = snapshot(isolated_env)
     added = funes("add", "toy", "--yes")
