@@ -640,6 +640,27 @@ class OnnxEmbedder(Embedder):
         (hidden,) = self._session.run(["last_hidden_state"], inputs)
         return mean_pool_normalise(hidden, feed["attention_mask"]).astype(np.float32, copy=False)
 
+    def token_vectors(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """Each text's contextual token vectors (its first ``max_tokens`` word pieces,
+        [CLS] and [SEP] left out), each of unit length: what late interaction
+        (funes/reranking.py, :class:`MaxSimReranker`) compares."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        for encoding in encodings:
+            encoding.truncate(max_tokens + 1)  # [CLS] and the first max_tokens pieces
+        width = max(len(e.ids) for e in encodings)
+
+        def run(feed: dict[str, np.ndarray]) -> np.ndarray:
+            inputs = {name: array for name, array in feed.items() if name in self._input_names}
+            (hidden,) = self._session.run(["last_hidden_state"], inputs)
+            return np.pad(hidden, ((0, 0), (0, width - hidden.shape[1]), (0, 0)))
+
+        hidden = run_length_sorted(encodings, self.batch_size, run)
+        vectors = []
+        for tokens, encoding in zip(hidden, encodings, strict=True):
+            tokens = tokens[: len(encoding.ids)][np.asarray(encoding.special_tokens_mask) == 0].astype(np.float32)
+            vectors.append(tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12))
+        return vectors
+
     def prepare(self, int8_tiers: Sequence[int]) -> None:
         """Derive the int8 model when absent (in a child, :func:`quantise_embedding_onnx`)
         and load it."""

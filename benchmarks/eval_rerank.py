@@ -1,0 +1,130 @@
+"""What a second stage earns over the fused ranking, on every dev set, in process.
+
+For each question of each set (corpora built by eval_recall.py under
+benchmarks/.work), recall's top ``--candidates`` with the rerank stage named by
+``--reranker`` (as ``FUNES_RERANKER`` names it, e.g. ``maxsim``) and without it;
+each ordering is scored by the kit (text match: R@10, MRR@10); a blend
+``w·stage + (1−w)·fused`` (both min–max normalised over the candidates) is chosen
+leave-one-session-out over the three sets pooled (grouped by the gold's session).
+The stage's own time per query is reported (warm: past each set's first
+:data:`WARM_UP` questions).
+
+    nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from eval_recall import eval_dir  # noqa: E402
+
+CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2", "locomo": "corpus-dev"}
+WARM_UP = 5  # the first calls of a set, not timed as warm
+WEIGHTS = [round(w, 2) for w in np.linspace(0, 1, 11)]
+
+
+class Timed:
+    """The stage, timing each call."""
+
+    def __init__(self, stage):
+        self.stage, self.model_id, self.ms = stage, stage.model_id, []
+
+    def score(self, query, passages):
+        started = time.perf_counter()
+        out = self.stage.score(query, passages)
+        self.ms.append((time.perf_counter() - started) * 1000)
+        return out
+
+
+def normalised(values: np.ndarray) -> np.ndarray:
+    span = values.max() - values.min()
+    return (values - values.min()) / span if span > 0 else np.zeros_like(values)
+
+
+def run_set(sc, corpus: Path, reranker: str, candidates: int) -> tuple[list[dict], list[float]]:
+    """Per question: its gold, group and candidates (passage text, fused, stage)."""
+    from funes.memory.location import location_for
+    from funes.memory.reader import Memory
+    from funes.reranking import load_reranker
+    from funes.retrieval.search import Recaller
+
+    os.environ["FUNES_CACHE_DIR"] = str(corpus / "home" / ".funes" / "cache")
+    stage, reason = load_reranker(reranker)
+    if stage is None:
+        raise SystemExit(f"no reranker {reranker}: {reason}")
+    timed = Timed(stage)
+    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False)
+    recaller.reranker = timed
+    rows = []
+    for q in sc.read_jsonl(corpus / "qrels.jsonl"):
+        hits = recaller.recall(q["question"], k=candidates, candidates=candidates, neighbors=0).hits
+        rows.append({"q": q, "group": f"{corpus.name}:{q['gold'][0]['session_id']}",
+                     "hits": [{"session_id": h.session_id, "text": h.text} for h in hits],
+                     "fused": np.array([h.scores["fused"] for h in hits]),
+                     "stage": np.array([h.scores["rerank"] for h in hits])})
+    return rows, timed.ms[WARM_UP:]
+
+
+def metrics(sc, rows: list[dict], weight: float) -> dict:
+    out = []
+    for r in rows:
+        if not r["hits"]:
+            out.append(sc.question_metrics(*sc.judge(r["q"]["gold"], [], "text")))
+            continue
+        blended = weight * normalised(r["stage"]) + (1 - weight) * normalised(r["fused"])
+        order = np.argsort(-blended, kind="stable")
+        out.append(sc.question_metrics(*sc.judge(r["q"]["gold"], [r["hits"][i] for i in order], "text")))
+    return {k: statistics.fmean(m[k] for m in out) for k in ("R@10", "MRR@10")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--eval-dir")
+    ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / ".work")
+    ap.add_argument("--sets", default=",".join(CORPORA))
+    ap.add_argument("--reranker", default="maxsim")
+    ap.add_argument("--candidates", type=int, default=30)
+    args = ap.parse_args(argv)
+    kit = eval_dir(args.eval_dir)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    sys.path.insert(0, str(kit))
+    import score as sc
+
+    sets = {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates)
+            for name in args.sets.split(",")}
+    report = {"reranker": args.reranker, "candidates": args.candidates, "sets": {}}
+    for name, (rows, ms) in sets.items():
+        report["sets"][name] = {
+            "n": len(rows), "fused": metrics(sc, rows, 0.0), "stage": metrics(sc, rows, 1.0),
+            "blends": {w: metrics(sc, rows, w) for w in WEIGHTS},
+            "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
+    # Leave one session out, the three sets pooled: the weight with the best mean MRR@10
+    # over every other session's questions, applied to the left-out one's.
+    pooled = [r for rows, _ in sets.values() for r in rows]
+    chosen, left_out = {}, {name: [] for name in sets}
+    for group in sorted({r["group"] for r in pooled}):
+        rest = [r for r in pooled if r["group"] != group]
+        best = max(WEIGHTS, key=lambda w: (round(metrics(sc, rest, w)["MRR@10"], 6), -w))
+        chosen[group] = best
+        for name, (rows, _) in sets.items():
+            left_out[name] += [(r, best) for r in rows if r["group"] == group]
+    for name, pairs in left_out.items():
+        per = [metrics(sc, [r], w) for r, w in pairs]
+        report["sets"][name]["left_out"] = {k: statistics.fmean(m[k] for m in per) for k in ("R@10", "MRR@10")}
+    report["weights_chosen"] = sorted(set(chosen.values()))
+    print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
