@@ -1,0 +1,118 @@
+"""What each page of `funes browse` reads: the read side of funes.retrieval over one
+memory, opened once per run, its answers handed to funes.cli.browse.pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from funes.cli.browse import pages
+from funes.errors import UsageError, bounded_int
+from funes.retrieval.bounds import DEFAULT_K, RANGE_TURNS, check_counts
+from funes.retrieval.filters import Filters, filter_arguments
+
+
+class Site:
+    def __init__(self, spec: str | None, memory: Any) -> None:
+        self.spec = spec
+        self.memory = memory
+        self.label = memory.location.label
+        self._recaller = None
+
+    @classmethod
+    def open(cls, spec: str | None) -> Site:
+        """The memory ``spec`` names, opened and checked now, so a memory that cannot
+        be read is a one-line error before anything is served."""
+        from funes.retrieval.access import open_memory
+
+        memory = open_memory(spec)
+        memory.require_rows()
+        return cls(spec, memory)
+
+    @property
+    def recaller(self):
+        """The recall pipeline, its models loaded at the first search."""
+        if self._recaller is None:
+            from funes.retrieval.search import Recaller
+
+            self._recaller = Recaller.open(self.memory)
+        return self._recaller
+
+    def harnesses(self) -> list[str]:
+        return sorted(harness for harness in self.memory.stats().per_harness if harness)
+
+    # --- pages: each returns (title, body) -----------------------------------------------------
+
+    def overview_page(self, request) -> tuple[str, str]:
+        from funes.retrieval.sessions import list_sessions
+        from funes.retrieval.status import memory_status
+
+        return "Memory", pages.overview(memory_status(self.spec), list_sessions(self.memory))
+
+    def search_page(self, request) -> tuple[str, str]:
+        params = request.query_params
+        query = params.get("q", "").strip()
+        k = _number(params.get("k"), "k", DEFAULT_K)
+        arguments = filter_arguments("recall")
+        given = {argument.name: params.get(argument.name, "") for argument in arguments}
+        form = pages.search_form(query, pages.filter_controls(arguments, given, self.harnesses()), k)
+        if not query:
+            return "Search", form
+        check_counts(k=k)
+        result = self.recaller.recall(query, k=k, filters=_filters(arguments, given), neighbors=0)
+        from funes.retrieval.stale import mark_stale
+
+        mark_stale(result.hits)
+        return "Search", form + pages.search_results(result)
+
+    def sessions_page(self, request) -> tuple[str, str]:
+        from funes.retrieval.sessions import list_sessions
+
+        arguments = filter_arguments("sessions")
+        given = {argument.name: request.query_params.get(argument.name, "") for argument in arguments}
+        form = ("<form class=filters method=get action='/sessions'>"
+                + pages.filter_controls(arguments, given, self.harnesses())
+                + "<label>&nbsp;<button type=submit>List</button></label></form>")
+        return "Sessions", form + pages.sessions_table(list_sessions(self.memory, _filters(arguments, given)))
+
+    def session_page(self, request) -> tuple[str, str]:
+        """A range of the session's turns, as `get --from/--to` reads it."""
+        from funes.retrieval.get import turn_range
+
+        first = _number(request.query_params.get("from"), "from", 0)
+        last = request.query_params.get("to")
+        window = turn_range(self.memory, request.path_params["session_id"], first,
+                            None if not last else _number(last, "to", 0))
+        return f"Session {window.session_id[:12]}", pages.session_view(window, first, RANGE_TURNS)
+
+    def history_page(self, request) -> tuple[str, str]:
+        from funes.retrieval.history import file_history
+
+        arguments = [a for a in filter_arguments("history") if a.name != "file"]
+        path = request.query_params.get("file", "").strip()
+        given = {argument.name: request.query_params.get(argument.name, "") for argument in arguments}
+        form = pages.history_form(path, pages.filter_controls(arguments, given, self.harnesses()))
+        if not path:
+            return "File history", form
+        history = file_history(self.memory, _filters(filter_arguments("history"), {**given, "file": path}))
+        return f"History of {path}", form + pages.history_view(history)
+
+
+def _number(text: str | None, name: str, default: int) -> int:
+    if text is None or not text.strip():
+        return default
+    try:
+        return bounded_int(name, int(text), 0, 10**9)
+    except ValueError:
+        raise UsageError(f"{name} {text!r}: expected a whole number") from None
+
+
+def _filters(arguments, given: dict[str, str]) -> Filters:
+    """The page's controls as :class:`Filters`: a blank control is a filter left out,
+    a --here/--anywhere choice a switch."""
+    values: dict[str, Any] = {}
+    for argument in arguments:
+        value = (given.get(argument.name) or "").strip()
+        if not value:
+            continue
+        values[argument.name] = {"true": True, "false": False}.get(value) if argument.off_flag else value
+    return Filters.parse(**values)
