@@ -19,9 +19,7 @@ def browse_command(
     import secrets
     import webbrowser
 
-    import uvicorn
-
-    from funes.cli.browse.app import bind, create_app
+    from funes.cli.browse.app import bind, server
     from funes.cli.browse.site import Site
     from funes.errors import bounded_int
 
@@ -37,6 +35,4 @@ def browse_command(
             webbrowser.open(url)
         except Exception:  # no browser here: the URL printed is the way in  # noqa: BLE001
             pass
-    config = uvicorn.Config(create_app(site, token=token, port=port), log_level="warning", access_log=False,
-                            lifespan="off", proxy_headers=False, server_header=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    server(site, sock, token).run(sockets=[sock])

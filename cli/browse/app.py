@@ -156,3 +156,14 @@ def create_app(browser: Any, *, token: str, port: int) -> ASGI:
               Route("/session/{session_id:path}", endpoint(browser.session_page)),
               Route("/history", endpoint(browser.history_page))]
     return Guard(Starlette(routes=routes), token=token, port=port)
+
+
+def server(site: Any, sock: socket.socket, token: str) -> Any:
+    """A uvicorn server of ``site`` for the socket :func:`bind` gave (its ``run(sockets=[sock])``
+    serves until Ctrl-C or ``should_exit``)."""
+    import uvicorn
+
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(site, token=token, port=port), log_level="warning", access_log=False,
+                            lifespan="off", proxy_headers=False, server_header=False)
+    return uvicorn.Server(config)

@@ -194,10 +194,10 @@ def turn_html(turn: TurnView) -> str:
 def session_view(window: Window, first: int, per_page: int) -> str:
     pager = ["<div class=pager>"]
     if first > 0:
-        pager.append(f"<a href='{session_link(window.session_id, max(0, first - per_page))}'>"
+        pager.append(f"<a class=earlier href='{session_link(window.session_id, max(0, first - per_page))}'>"
                      f"← earlier</a>")
     if window.next_seq is not None:
-        pager.append(f"<a href='{session_link(window.session_id, window.next_seq)}'>later →</a>")
+        pager.append(f"<a class=later href='{session_link(window.session_id, window.next_seq)}'>later →</a>")
     shown = f"turns {window.turns[0].seq}–{window.turns[-1].seq} of {window.total}" if window.turns else ""
     pager.append(f"<span class=meta>{shown}</span></div>")
     head = f"<p class=meta><b>{h(window.harness)}</b> {h(window.workdir)} · session {h(window.session_id)}</p>"

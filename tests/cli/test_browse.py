@@ -8,11 +8,19 @@ the real server and Debian's chromium, headless, and use the pages as a person d
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
+import threading
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
-from agent_helpers import funes
-from memory_helpers import LONG_SESSION
+from agent_helpers import funes, wait_for
+from cdp import chromium, needs_chromium
+from memory_helpers import LONG_SESSION, append_user_turn, build_memory
+from paths import REAL
 
 from funes.cli.browse import pages
 from funes.retrieval.get import BlockView, TurnView
@@ -140,3 +148,120 @@ def test_a_port_in_use_is_a_one_line_error(memory_home):
 def test_a_memory_that_cannot_be_read_is_a_one_line_error(tmp_path):
     result = funes("browse", "--no-open", "--memory", str(tmp_path / "nothing-here"))
     assert result.code != 0 and result.err.startswith("funes: ") and result.err.count("\n") == 1
+
+
+# --- in a real browser --------------------------------------------------------------------------
+
+
+@contextmanager
+def serving(spec: str | None = None):
+    """`funes browse`'s server of ``spec`` on a free loopback port, in a thread: (its URL, the token)."""
+    from funes.cli.browse.app import bind, server
+    from funes.cli.browse.site import Site
+
+    sock = bind(0)
+    running = server(Site.open(spec), sock, TOKEN)
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    wait_for(lambda: running.started)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", TOKEN
+    finally:
+        running.should_exit = True
+        thread.join(timeout=30)
+
+
+def _submit(page, values: dict[str, str], form: str = "form.filters") -> None:
+    """Fill the form's controls and press its button, as a person would."""
+    for name, value in values.items():
+        page.evaluate(f"document.querySelector({json.dumps(form)}).elements[{json.dumps(name)}].value = "
+                      f"{json.dumps(value)}")
+    page.click(f"{form} button")
+
+
+SHOTS = os.environ.get("FUNES_BROWSE_SCREENSHOTS")  # a folder: the pages' screenshots land there (docs/browse)
+
+
+def _shot(page, name: str) -> None:
+    if SHOTS:
+        page.screenshot(Path(SHOTS) / f"{name}.png")
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_in_a_browser_search_open_a_hit_page_a_session_and_a_files_history(memory_home, tmp_path):
+    with serving() as (base, token), chromium(tmp_path / "profile") as page:
+        page.open(f"{base}/?token={token}")
+        assert page.evaluate("location.search") == ""  # the token left the address bar
+        assert page.evaluate("document.title").startswith("Memory")
+        _shot(page, "overview")
+
+        page.open(f"{base}/search")
+        _submit(page, {"q": "package.json write", "harness": "claude_code"})
+        assert page.evaluate("document.querySelectorAll('.hit').length") >= 5
+        assert "claude_code" in page.evaluate("document.querySelector('.hit .meta').innerText")
+        _shot(page, "search")
+        page.click(".hit a")
+        target = page.evaluate("location.hash")
+        assert target.startswith("#turn-")
+        assert page.evaluate("document.querySelector(':target').id") == target[1:]
+
+        page.open(f"{base}/session/{LONG_SESSION}")
+        assert page.evaluate("document.querySelector('.turn').id") == "turn-0"
+        assert page.evaluate("document.querySelectorAll('details[open]').length") == 0  # tool calls collapsed
+        _shot(page, "session")
+        page.click(".pager a.later")
+        assert page.evaluate("document.querySelector('.turn').id") != "turn-0"
+        page.click(".pager a.earlier")
+        assert page.evaluate("document.querySelector('.turn').id") == "turn-0"
+
+        page.open(f"{base}/history")
+        _submit(page, {"file": "package.json", "here": "false"})
+        assert page.evaluate("document.querySelectorAll('.entry').length") == 1
+        _shot(page, "history")
+        page.click(".entry a")
+        assert page.evaluate("document.querySelector(':target').id") == "turn-99"
+
+        page.open(f"{base}/sessions")
+        _shot(page, "sessions")
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_in_a_browser_a_page_needs_the_token_and_its_own_host_name(memory_home, tmp_path):
+    # evil.example resolves to 127.0.0.1 for this browser: a DNS-rebinding page's requests.
+    with serving() as (base, token), chromium(tmp_path / "profile",
+                                              "--host-resolver-rules=MAP evil.example 127.0.0.1") as page:
+        page.open(f"{base}/sessions")
+        assert "no token" in page.evaluate("document.body.innerText")
+        page.open(f"{base}/?token=guessed")
+        assert "wrong token" in page.evaluate("document.body.innerText")
+        port = base.rsplit(":", 1)[1]
+        page.open(f"http://evil.example:{port}/?token={token}")
+        assert "wrong Host" in page.evaluate("document.body.innerText")
+        page.open(f"{base}/?token={token}")
+        page.open(f"{base}/sessions")
+        assert page.evaluate("document.querySelectorAll('table').length") >= 1
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_in_a_browser_hostile_transcript_text_is_inert(isolated_env, tmp_path, monkeypatch):
+    transcript = isolated_env / ".claude" / "projects" / "-tmp-as" / "as_claude_small.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copyfile(REAL / "as_claude_small.jsonl", transcript)
+    append_user_turn(transcript, HOSTILE + "<script>alert('pwned')</script>")
+    build_memory(isolated_env, tmp_path / "funes")
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "funes"))
+    with serving() as (base, token), chromium(tmp_path / "profile") as page:
+        page.open(f"{base}/?token={token}")
+        page.open(f"{base}/session/as_claude_small")
+        assert "<script>window.pwned = 1;" in page.evaluate("document.body.innerText")
+        assert page.evaluate("document.scripts.length") == 0
+        assert page.evaluate("document.images.length") == 0
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        assert page.evaluate("document.title") != "pwned"
+        page.open(f"{base}/search?q=pwned")
+        assert page.evaluate("document.querySelectorAll('.hit').length") >= 1
+        assert page.evaluate("document.scripts.length") == 0 and page.evaluate("typeof window.pwned") == "undefined"
+        assert not page.dialogs
