@@ -1,14 +1,18 @@
 """`funes add kimi` / `funes remove kimi` against a real mcp.json in a temp HOME, and a Kimi CLI
-session indexed and recalled through the CLI."""
+session indexed and recalled through the CLI, and kimi-cli's own `kimi mcp list` when it is
+installed."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 import pytest
 
-from agent_helpers import assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, write
+from agent_helpers import (assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, needs_py_cli, py_agent,
+                           write)
 from trace_helpers import FIXTURES
 
 MCP = """{
@@ -60,3 +64,15 @@ def test_index_finds_the_sessions_and_recall_finds_their_turns(memory_home, monk
     hit = assert_indexed_and_recalled("kimi_cli", "loader opens files as utf-8-sig byte-order mark",
                                       "3f1c9a52-7b1e-4c0d-9a8e-51d2c4b7e610")
     assert hit["workdir"] == "-home-dev-notes"
+
+
+@needs_py_cli("kimi")
+def test_kimi_mcp_list_sees_the_registration(kimi_home):
+    assert funes("add", "kimi", "--yes").code == 0
+    listed = subprocess.run([str(py_agent("kimi", "kimi")), "mcp", "list"], capture_output=True, text=True,
+                            timeout=120, env=os.environ.copy(), cwd=os.environ["HOME"])
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.strip().startswith("funes "))
+    assert "(stdio):" in line and line.rstrip().endswith("/funes mcp"), listed.stdout
+    assert "context7 (http): https://mcp.context7.com/mcp" in listed.stdout
+    assert funes("remove", "kimi").code == 0

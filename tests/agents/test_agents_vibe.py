@@ -1,15 +1,18 @@
 """`funes add vibe` / `funes remove vibe` against a real config.toml in a temp HOME (funes's
-[[mcp_servers]] element among the user's), and a Mistral Vibe session indexed and recalled
-through the CLI."""
+[[mcp_servers]] element among the user's), a Mistral Vibe session indexed and recalled through
+the CLI, and Vibe's own config loader reading funes's entry when mistral-vibe is installed."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import tomllib
 
 import pytest
 
-from agent_helpers import assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, write
+from agent_helpers import (assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, needs_py_cli, py_agent,
+                           write)
 from trace_helpers import FIXTURES
 
 CONFIG = """# Mistral Vibe
@@ -82,3 +85,25 @@ def test_index_finds_the_sessions_and_recall_finds_their_turns(memory_home, monk
     hit = assert_indexed_and_recalled("mistral_vibe", "loader reads files as utf-8-sig byte-order mark",
                                       "session_20251205_101500_7c0e5a11")
     assert hit["workdir"] == "-home-dev-notes"
+
+
+# Vibe has no command that lists MCP servers: its own config loader (what `vibe` runs at start,
+# validating every [[mcp_servers]] element) reads them; the API key only satisfies its check.
+VIBE_SERVERS = """
+from vibe.core.config.harness_files import init_harness_files_manager
+from vibe.core.config import VibeConfig
+init_harness_files_manager("user")
+for server in VibeConfig.load().mcp_servers:
+    print(server.name, server.transport, getattr(server, "command", None), *getattr(server, "args", []))
+"""
+
+
+@needs_py_cli("vibe")
+def test_vibes_config_loader_sees_the_registration(vibe_home):
+    assert funes("add", "vibe", "--yes").code == 0
+    loaded = subprocess.run([str(py_agent("vibe", "python")), "-c", VIBE_SERVERS], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "MISTRAL_API_KEY": "offline"}, cwd=os.environ["HOME"])
+    assert loaded.returncode == 0, loaded.stderr
+    lines = loaded.stdout.splitlines()
+    assert lines[0] == "fetch_server stdio uvx mcp-server-fetch" and lines[1].startswith("my_http_server http")
+    assert lines[2].startswith("funes stdio ") and lines[2].endswith("/funes mcp"), lines

@@ -26,6 +26,26 @@ INSTALL = f"npm install --prefix {AGENT_CLIS} {' '.join(NPM_PACKAGES.values())}"
 PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
 
 
+# Agents that install from PyPI only, each into its own virtual environment under
+# ``<agent CLIs>/py/<name>`` (Python >= 3.12, no torch): .ci/run installs them.
+PYPI_PACKAGES = {"kimi": "kimi-cli==1.49.0", "vibe": "mistral-vibe==2.18.4"}
+
+
+def py_agent(name: str, program: str) -> Path | None:
+    """``program`` (``python`` or the agent's own command) in the agent's venv, if installed."""
+    path = AGENT_CLIS / "py" / name / "bin" / program
+    return path if path.exists() else None
+
+
+def needs_py_cli(name: str):
+    """Like :func:`needs_cli`, for an agent installed from PyPI into its own venv."""
+    venv = AGENT_CLIS / "py" / name
+    install = f"python3.12 -m venv {venv} && {venv}/bin/pip install {PYPI_PACKAGES[name]}"
+    skip = pytest.mark.skipif(py_agent(name, "python") is None,
+                              reason=f"{PYPI_PACKAGES[name]} is not installed: {install}")
+    return lambda test: pytest.mark.slow(skip(test))
+
+
 def agent_cli(name: str) -> Path | None:
     path = AGENT_CLIS / "node_modules" / ".bin" / name
     return path if path.exists() and shutil.which("node") else None
