@@ -172,26 +172,30 @@ def sessions_table(sessions: list[SessionSummary]) -> str:
     return "".join(parts)
 
 
-def block_html(block: BlockView) -> str:
+def block_html(block: BlockView, exit_code: int | None = None) -> str:
     """Text shown; thinking, tool calls and their results collapsed under a summary
-    (the tool's name and the first line: its command or path)."""
+    (the tool's name, a result's exit code, and the first line: its command or path)."""
     if block.block_type == "text":
         return f"<pre>{h(block.text)}</pre>"
     first = next((line.strip() for line in block.text.splitlines() if line.strip()), "")
     if len(first) > SUMMARY_CHARS:
         first = first[:SUMMARY_CHARS] + "…"
     name = f" {block.tool_name}" if block.tool_name else ""
+    name += f" · exit {exit_code}" if exit_code is not None else ""
     return (f"<details class={h(block.block_type)}><summary>{h(block.block_type + name)}: <code>{h(first)}</code>"
             f"</summary><pre>{h(block.text)}</pre></details>")
 
 
-def turn_html(turn: TurnView) -> str:
+def turn_html(turn: TurnView, exit_codes: dict[tuple[int, int], int] | None = None) -> str:
+    """One turn, its anchor ``#turn-<seq>``; ``exit_codes``: (seq, block's place) → code."""
+    exit_codes = exit_codes or {}
     return (f"<div class='turn role-{h(turn.role)}' id=turn-{turn.seq}><div class=meta><a href='#turn-{turn.seq}'>"
             f"#{turn.seq}</a> <b>{h(turn.role)}</b> {h(turn.ts)}</div>"
-            + "".join(block_html(block) for block in turn.blocks) + "</div>")
+            + "".join(block_html(block, exit_codes.get((turn.seq, place))) for place, block in enumerate(turn.blocks))
+            + "</div>")
 
 
-def session_view(window: Window, first: int, per_page: int) -> str:
+def session_view(window: Window, first: int, per_page: int, exit_codes: dict[tuple[int, int], int]) -> str:
     pager = ["<div class=pager>"]
     if first > 0:
         pager.append(f"<a class=earlier href='{session_link(window.session_id, max(0, first - per_page))}'>"
@@ -201,7 +205,7 @@ def session_view(window: Window, first: int, per_page: int) -> str:
     shown = f"turns {window.turns[0].seq}–{window.turns[-1].seq} of {window.total}" if window.turns else ""
     pager.append(f"<span class=meta>{shown}</span></div>")
     head = f"<p class=meta><b>{h(window.harness)}</b> {h(window.workdir)} · session {h(window.session_id)}</p>"
-    return head + "".join(pager) + "".join(map(turn_html, window.turns)) + "".join(pager)
+    return head + "".join(pager) + "".join(turn_html(turn, exit_codes) for turn in window.turns) + "".join(pager)
 
 
 # --- file history ------------------------------------------------------------------------------

@@ -82,7 +82,27 @@ class Site:
         last = request.query_params.get("to")
         window = turn_range(self.memory, request.path_params["session_id"], first,
                             None if not last else _number(last, "to", 0))
-        return f"Session {window.session_id[:12]}", pages.session_view(window, first, RANGE_TURNS)
+        return f"Session {window.session_id[:12]}", pages.session_view(window, first, RANGE_TURNS,
+                                                                       self._exit_codes(window))
+
+    def _exit_codes(self, window) -> dict[tuple[int, int], int]:
+        """(seq, the block's place in its turn) → the exit code a tool result recorded:
+        a turn's blocks come in block order (retrieval/get.py), so the place is the
+        rank of the block's index among its turn's."""
+        from funes.memory.sql import quote
+
+        if not window.turns or self.memory.lacks(("exit_code",)):
+            return {}
+        rows = self.memory.scan(["seq", "block_idx", "exit_code"],
+                                f"session_id = {quote(window.session_id)} AND seq >= {window.turns[0].seq} "
+                                f"AND seq <= {window.turns[-1].seq}").to_pylist()
+        blocks: dict[int, dict[int, int | None]] = {}
+        for row in rows:
+            codes = blocks.setdefault(int(row["seq"]), {})
+            if codes.get(int(row["block_idx"] or 0)) is None:
+                codes[int(row["block_idx"] or 0)] = row["exit_code"]
+        return {(seq, place): code for seq, codes in blocks.items()
+                for place, index in enumerate(sorted(codes)) if (code := codes[index]) is not None}
 
     def history_page(self, request) -> tuple[str, str]:
         from funes.retrieval.history import file_history

@@ -124,6 +124,7 @@ def test_a_session_pages_like_get_from_to(signed_in):
     later = signed_in.get(f"/session/{LONG_SESSION}", params={"from": 240})
     assert "id=turn-240" in later.text and "id=turn-0" not in later.text and "← earlier" in later.text
     assert "<details" in later.text  # tool calls and results collapsed
+    assert "<summary>tool_result Bash · exit 0: " in signed_in.get(f"/session/{LONG_SESSION}", params={"from": 140}).text
 
 
 def test_file_history_and_overview(signed_in):
