@@ -49,10 +49,10 @@ def warm_run(runs: int) -> dict:
     from funes.retrieval.sessions import list_sessions
 
     site = Site.open(None)
-    longest = max(list_sessions(site.memory), key=lambda s: s.turns)
+    longest = max(list_sessions(site.read()), key=lambda s: s.turns)
     client = TestClient(create_app(site, token="bench", port=1), base_url="http://127.0.0.1:1")
     client.cookies.set("funes_browse_1", "bench")
-    out = {"chunks": site.memory.count(), "session_turns": longest.turns, "pages": {}}
+    out = {"chunks": site.read().count(), "session_turns": longest.turns, "pages": {}}
     for template in PAGES:
         path = template.format(session=longest.session_id)
         started = time.perf_counter()
