@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pipelines", ("funes.pipelines",),
      "the code location: Definitions, checks, jobs, sensors, schedules, the instance, records of CLI work"),
     ("cli", ("funes.cli",),
-     "one module per command, the MCP server, the hook worker, terminal rendering"),
+     "one module per command, the MCP server, the hook worker, terminal rendering, the browse web page"),
 )
 
 def layer_of(module: str) -> int:
