@@ -3,7 +3,7 @@
 For each question of each set (corpora built by eval_recall.py under
 benchmarks/.work), recall's top ``--candidates`` with the rerank stage named by
 ``--reranker`` (as ``FUNES_RERANKER`` names it, e.g. ``maxsim``) and without it;
-each ordering is scored by the kit (text match: R@10, MRR@10); a blend
+each ordering is scored by the kit (text match: R@10, MRR@10; weight 0 is the fused ranking, 1 the stage alone); a blend
 ``w·stage + (1−w)·fused`` (both min–max normalised over the candidates) is chosen
 leave-one-session-out over the three sets pooled (grouped by the gold's session).
 The stage's own time per query is reported (warm: past each set's first
@@ -75,16 +75,17 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int) -> tuple[list[dict
     return rows, timed.ms[WARM_UP:]
 
 
-def metrics(sc, rows: list[dict], weight: float) -> dict:
-    out = []
-    for r in rows:
-        if not r["hits"]:
-            out.append(sc.question_metrics(*sc.judge(r["q"]["gold"], [], "text")))
-            continue
-        blended = weight * normalised(r["stage"]) + (1 - weight) * normalised(r["fused"])
-        order = np.argsort(-blended, kind="stable")
-        out.append(sc.question_metrics(*sc.judge(r["q"]["gold"], [r["hits"][i] for i in order], "text")))
-    return {k: statistics.fmean(m[k] for m in out) for k in ("R@10", "MRR@10")}
+def per_question(sc, row: dict, weight: float) -> dict:
+    """The kit's metrics of one question with the candidates ordered by the blend."""
+    if not row["hits"]:
+        return sc.question_metrics(*sc.judge(row["q"]["gold"], [], "text"))
+    blended = weight * normalised(row["stage"]) + (1 - weight) * normalised(row["fused"])
+    order = np.argsort(-blended, kind="stable")
+    return sc.question_metrics(*sc.judge(row["q"]["gold"], [row["hits"][i] for i in order], "text"))
+
+
+def mean(per: list[dict]) -> dict:
+    return {k: statistics.fmean(m[k] for m in per) for k in ("R@10", "MRR@10")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,25 +103,23 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates)
             for name in args.sets.split(",")}
+    for rows, _ in sets.values():  # judged once per weight: the folds below only sum
+        for row in rows:
+            row["at"] = {w: per_question(sc, row, w) for w in WEIGHTS}
     report = {"reranker": args.reranker, "candidates": args.candidates, "sets": {}}
     for name, (rows, ms) in sets.items():
         report["sets"][name] = {
-            "n": len(rows), "fused": metrics(sc, rows, 0.0), "stage": metrics(sc, rows, 1.0),
-            "blends": {w: metrics(sc, rows, w) for w in WEIGHTS},
+            "n": len(rows), "blends": {w: mean([r["at"][w] for r in rows]) for w in WEIGHTS},
             "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
     # Leave one session out, the three sets pooled: the weight with the best mean MRR@10
     # over every other session's questions, applied to the left-out one's.
     pooled = [r for rows, _ in sets.values() for r in rows]
-    chosen, left_out = {}, {name: [] for name in sets}
+    chosen = {}
     for group in sorted({r["group"] for r in pooled}):
         rest = [r for r in pooled if r["group"] != group]
-        best = max(WEIGHTS, key=lambda w: (round(metrics(sc, rest, w)["MRR@10"], 6), -w))
-        chosen[group] = best
-        for name, (rows, _) in sets.items():
-            left_out[name] += [(r, best) for r in rows if r["group"] == group]
-    for name, pairs in left_out.items():
-        per = [metrics(sc, [r], w) for r, w in pairs]
-        report["sets"][name]["left_out"] = {k: statistics.fmean(m[k] for m in per) for k in ("R@10", "MRR@10")}
+        chosen[group] = max(WEIGHTS, key=lambda w: (round(mean([r["at"][w] for r in rest])["MRR@10"], 6), -w))
+    for name, (rows, _) in sets.items():
+        report["sets"][name]["left_out"] = mean([r["at"][chosen[r["group"]]] for r in rows])
     report["weights_chosen"] = sorted(set(chosen.values()))
     print(json.dumps(report, indent=1, default=str))
     return 0
