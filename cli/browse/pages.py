@@ -36,7 +36,7 @@ form.filters .q input{width:28em}
 pre{white-space:pre-wrap;word-break:break-word;margin:.4em 0;font:12.5px/1.4 ui-monospace,monospace}
 .turn:target{border-color:#2f81f7;box-shadow:0 0 0 2px #2f81f755}
 .role-user{border-left:4px solid #2f81f7}.role-assistant{border-left:4px solid #1a7f37}
-details{margin:.3em 0}summary{cursor:pointer;font-size:.85em;color:#57606a}
+details{margin:.3em 0}summary{font-size:.85em;color:#57606a}
 table{border-collapse:collapse;background:#fff;width:100%}td,th{border-bottom:1px solid #eaeef2;padding:.3em .5em;
 text-align:left;font-size:.9em;vertical-align:top}
 .error{background:#fff1f0;border:1px solid #ffa39e;padding:.6em .9em;border-radius:6px}
