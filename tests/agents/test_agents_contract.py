@@ -49,6 +49,7 @@ BUILTIN = {
     "kiro": "kiro_cli",
     "openclaw": "openclaw",
     "opencode": "opencode",
+    "openhands": "openhands",
     "parquet": "parquet",
     "pi": "pi",
     "qwen": "qwen_code",
