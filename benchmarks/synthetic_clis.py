@@ -1,4 +1,4 @@
-"""Synthetic histories in the on-disk shapes of Kimi CLI, Mistral Vibe and Auggie (kept
+"""Synthetic histories in the on-disk shapes of Kimi CLI, Mistral Vibe, Auggie and OpenHands (kept
 apart from synthetic.py, which holds the other formats and the scripted sessions these
 writers render).  Each writer takes a folder and the scripted sessions and returns the
 path to discover from; the shapes follow each agent's FORMAT.md and test fixtures."""
@@ -144,4 +144,49 @@ def write_auggie(root: Path, sessions: list[ScriptedSession]) -> Path:
     return root / "sessions"
 
 
-WRITERS = {"kimi": write_kimi, "vibe": write_vibe, "auggie": write_auggie}
+_OPENHANDS_TOOLS = {"shell": "execute_bash", "read": "str_replace_editor", "edit": "str_replace_editor",
+                    "write": "str_replace_editor", "search": "execute_bash"}
+
+
+def _openhands_action(kind: str, args: dict) -> dict:
+    if kind == "shell":
+        return {"kind": "ExecuteBashAction", "command": args["command"]}
+    if kind == "search":
+        return {"kind": "ExecuteBashAction", "command": f"grep -rn {json.dumps(args.get('pattern', ''))} ."}
+    editor = {"read": "view", "edit": "str_replace", "write": "create"}[kind]
+    return {"kind": "StrReplaceEditorAction", "command": editor, **args}
+
+
+def write_openhands(root: Path, sessions: list[ScriptedSession]) -> Path:
+    """``<root>/conversations/<id>/base_state.json`` and ``events/event-<n>-<id>.json``,
+    one openhands-sdk event per file."""
+    for session in sessions:
+        folder = root / "conversations" / session.id.replace("-", "")
+        (folder / "events").mkdir(parents=True, exist_ok=True)
+        (folder / "base_state.json").write_text(json.dumps({"id": session.id, "workspace": {
+            "kind": "LocalWorkspace", "working_dir": session.cwd}}))
+        events: list[dict] = []
+        for exchange in session.exchanges:
+            events.append({"kind": "MessageEvent", "timestamp": exchange.started, "source": "user",
+                           "llm_message": {"role": "user", "content": [{"type": "text", "text": exchange.prompt}]}})
+            for offset, step in _steps(exchange):
+                at = exchange.at(offset)
+                for c in step.calls:
+                    events.append({"kind": "ActionEvent", "timestamp": at, "source": "agent",
+                                   "thought": [{"type": "text", "text": step.thinking or ""}],
+                                   "tool_name": _OPENHANDS_TOOLS[c.kind], "tool_call_id": c.id,
+                                   "action": _openhands_action(c.kind, c.args)})
+                    events.append({"kind": "ObservationEvent", "timestamp": at, "source": "environment",
+                                   "tool_name": _OPENHANDS_TOOLS[c.kind], "tool_call_id": c.id, "observation": {
+                                       "kind": "ExecuteBashObservation", "content": [{"type": "text", "text": c.result}],
+                                       "exit_code": 1 if c.is_error else 0}})
+                events.append({"kind": "MessageEvent", "timestamp": at, "source": "agent", "llm_message": {
+                    "role": "assistant", "content": [{"type": "text", "text": step.text}]}})
+        for index, event in enumerate(events):
+            event_id = str(uuid.UUID(int=index + 1))
+            event["id"] = event_id
+            (folder / "events" / f"event-{index:05d}-{event_id}.json").write_text(json.dumps(event))
+    return root / "conversations"
+
+
+WRITERS = {"kimi": write_kimi, "vibe": write_vibe, "auggie": write_auggie, "openhands": write_openhands}
