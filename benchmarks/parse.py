@@ -42,8 +42,13 @@ def _load() -> str:
 
 
 def _bytes(units) -> int:
-    """The bytes the units are read from, each file once (a database holds many sessions)."""
-    return sum(path.stat().st_size for path in {unit.path for unit in units})
+    """The bytes the units are read from, each file once (a database holds many sessions);
+    a unit that is a folder (a file per event) counts the files under it."""
+    total = 0
+    for path in {unit.path for unit in units}:
+        files = (p for p in path.rglob("*") if p.is_file()) if path.is_dir() else (path,)
+        total += sum(p.stat().st_size for p in files)
+    return total
 
 
 def measure(agent, units, min_cpu_s: float) -> dict:
