@@ -12,6 +12,7 @@ event file costs that event (one warning), never the conversation.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,20 +122,25 @@ def parse(unit: SourceUnit) -> Session:
     events = unit.path
     session = Session(harness=HARNESS, session_id=unit.session_id, source_path=str(events), cwd="", workdir="")
     turns = TurnCollector(session)
+    # os.scandir and plain string paths: an event is one small file, so pathlib's
+    # per-path objects were a fifth of the parse.
+    folder = str(events)
     try:
-        names = sorted(path.name for path in events.iterdir() if path.suffix == ".json")
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name for entry in entries if entry.name.endswith(".json"))
     except OSError as error:
-        session.warnings.append(ParseWarning(str(events), 0, f"unreadable events folder: {error.strerror}"))
+        session.warnings.append(ParseWarning(folder, 0, f"unreadable events folder: {error.strerror}"))
         names = []
     for name in names:
-        path = events / name
+        path = os.path.join(folder, name)
         try:
-            event = decode_json(path.read_text(encoding="utf-8", errors="replace"))
+            with open(path, "rb") as file:
+                event = decode_json(file.read().decode("utf-8", errors="replace"))
         except OSError as error:
-            session.warnings.append(ParseWarning(str(path), 0, f"unreadable event: {error.strerror}"))
+            session.warnings.append(ParseWarning(path, 0, f"unreadable event: {error.strerror}"))
             continue
         except ValueError:
-            session.warnings.append(ParseWarning(str(path), 0, "not JSON (still being written?)"))
+            session.warnings.append(ParseWarning(path, 0, "not JSON (still being written?)"))
             continue
         try:
             found = _blocks(event)
@@ -144,7 +150,7 @@ def parse(unit: SourceUnit) -> Session:
             turn_uuid = opt_str(event.get("id")) or f"{unit.session_id}:{name}"
             turns.add(turn_uuid, turns.last_uuid, role, normalize_ts(event.get("timestamp")), blocks)
         except (TypeError, KeyError, AttributeError, ValueError):
-            session.warnings.append(ParseWarning(str(path), 0, "event of an unexpected shape"))
+            session.warnings.append(ParseWarning(path, 0, "event of an unexpected shape"))
     session.cwd = _work_dir(events.parent)
     session.workdir = workdir_facet(session.cwd, "")
     return finish_session(session)
