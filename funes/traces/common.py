@@ -215,7 +215,12 @@ def root_commit(cwd: str) -> str | None:
     without a remote naming ``owner/name`` is known by: every clone, worktree and moved
     checkout of it shares it), or None (no checkout, no commit yet, no git).  One git
     call per checkout a process meets; only for checkouts without such a remote."""
-    if not cwd or not Path(cwd).is_dir():
+    try:
+        # Only inside a checkout: a cwd in none costs no process.  A recorded cwd is
+        # any text (too long, NUL bytes): the file system's refusal means no checkout.
+        if not cwd or not Path(cwd).is_dir() or git_dirs(Path(cwd)) is None:
+            return None
+    except (OSError, ValueError):
         return None
     try:
         done = subprocess.run(["git", "-C", cwd, "rev-list", "--max-parents=0", "HEAD"], capture_output=True,
