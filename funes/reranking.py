@@ -136,6 +136,9 @@ class MaxSimReranker:
     in context rises above one that only shares its topic."""
 
     model_id = MAXSIM
+    # Its share of a candidate's score beside the fused one: chosen leave-one-session-out
+    # on both coding dev sets (BENCHMARKS.md "Late interaction"); alone it loses R@10.
+    blend_weight = 0.7
 
     def __init__(self, precision: str = "int8"):
         from funes.embedding import OnnxEmbedder

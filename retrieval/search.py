@@ -104,6 +104,12 @@ class RecallResult:
     dense_coverage: float | None = None
 
 
+def _scaled(values: list[float]) -> list[float]:
+    """``values`` min–max scaled to [0, 1] (all 0 when they are equal)."""
+    low, high = min(values), max(values)
+    return [(value - low) / (high - low) if high > low else 0.0 for value in values]
+
+
 def _age_days(ts: str, now: datetime) -> float | None:
     if not ts:
         return None
@@ -242,10 +248,16 @@ class Recaller:
 
         reranked = False
         if self.reranker is not None and hits:
-            scores = self.reranker.score(query, [h.text for h in hits])
-            for hit, score in zip(hits, scores, strict=True):
-                hit.scores["rerank"] = round(float(score), 4)
-                hit.score = 1.0 / (1.0 + math.exp(-float(score)))  # a logit → (0, 1)
+            scores = [float(score) for score in self.reranker.score(query, [h.text for h in hits])]
+            # A stage with a blend weight keeps that share of its say (both scores
+            # min–max scaled over the candidates); a cross-encoder's logit decides alone.
+            weight = getattr(self.reranker, "blend_weight", None)
+            if weight is not None:
+                stage, kept = _scaled(scores), _scaled([h.score for h in hits])
+            for position, (hit, score) in enumerate(zip(hits, scores, strict=True)):
+                hit.scores["rerank"] = round(score, 4)
+                hit.score = (1.0 / (1.0 + math.exp(-score)) if weight is None  # a logit → (0, 1)
+                             else weight * stage[position] + (1 - weight) * kept[position])
             reranked = True
 
         now = datetime.now(timezone.utc)

@@ -2,6 +2,7 @@
 rerank recall's candidates, with no model of its own."""
 
 import numpy as np
+import pytest
 
 from funes.reranking import MAXSIM, MaxSimReranker, load_reranker
 
@@ -19,7 +20,7 @@ def test_the_passage_holding_the_querys_rare_identifier_rises(memory_home, monke
     assert stage.score("anything", []).shape == (0,)
 
 
-def test_recall_orders_its_hits_by_the_stage(memory_home, monkeypatch):
+def test_recall_orders_its_hits_by_the_blend_of_stage_and_fused_score(memory_home, monkeypatch):
     from funes.retrieval.access import open_memory
     from funes.retrieval.rerank import shared_reranker
     from funes.retrieval.search import Recaller
@@ -27,10 +28,21 @@ def test_recall_orders_its_hits_by_the_stage(memory_home, monkeypatch):
     monkeypatch.setenv("FUNES_RERANKER", "maxsim")
     shared_reranker.cache_clear()
     try:
-        result = Recaller.open(open_memory(None)).recall("why did the test depend on dictionary order", k=5)
+        # k as large as the candidate pool: every candidate the blend scaled is shown.
+        result = Recaller.open(open_memory(None)).recall("why did the test depend on dictionary order", k=30,
+                                                         candidates=30)
     finally:
         shared_reranker.cache_clear()
     assert result.reranker == MAXSIM and result.reranker_note is None
     stage = [hit.scores["rerank"] for hit in result.hits]
-    assert None not in stage and stage == sorted(stage, reverse=True)
+    fused = [hit.scores["fused"] for hit in result.hits]
+    assert None not in stage and len(stage) > 2
+
+    def scaled(values):
+        return [(v - min(values)) / (max(values) - min(values)) for v in values]
+
+    # 0.7 of the stage's say, 0.3 of the fused ranking's, each scaled over the candidates.
+    expected = [0.7 * s + 0.3 * f for s, f in zip(scaled(stage), scaled(fused))]
+    assert [hit.scores["final"] for hit in result.hits] == pytest.approx(expected, abs=1e-3)
+    assert expected == sorted(expected, reverse=True)
     assert result.hits[0].text == "The test depends on dict ordering; sort the keys."
