@@ -123,7 +123,13 @@ def write_zed(root: Path, sessions: list[ScriptedSession]) -> Path:
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db)
     conn.executescript(zed.SCHEMA)
-    compress = zstandard.ZstdCompressor(level=3)
+    compressor = zstandard.ZstdCompressor(level=3)
+
+    def compress(data: bytes) -> bytes:
+        # zstd::encode_all streams: its frames carry no content size, which decides how a reader can decompress
+        stream = compressor.compressobj()
+        return stream.compress(data) + stream.flush()
+
     with conn:
         for session in sessions:
             messages: list = []
@@ -139,7 +145,7 @@ def write_zed(root: Path, sessions: list[ScriptedSession]) -> Path:
             thread = {"title": session.exchanges[0].prompt[:40], "messages": messages, "updated_at": started,
                       "version": "0.3.0"}
             conn.execute("INSERT INTO threads VALUES (?, ?, ?, 'zstd', ?, NULL, ?, '0', ?)",
-                         (session.id, thread["title"], started, compress.compress(json.dumps(thread).encode()),
+                         (session.id, thread["title"], started, compress(json.dumps(thread).encode()),
                           session.cwd, started))
     conn.close()
     return db
