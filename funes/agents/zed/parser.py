@@ -97,47 +97,56 @@ def _thread_json(data_type: Any, data: Any) -> Any:
     return decode_json(raw.decode("utf-8", errors="replace"))
 
 
-def _provenance(name: str | None, arguments: Any) -> tuple[tuple[FileTouch, ...], str | None]:
-    if name in _FILE_TOOLS:
-        return path_touches(arguments, _PATH_KEYS, _FILE_TOOLS[name]), None
-    mapping = call_arguments(arguments)
-    if name in _SHELL_TOOLS and mapping is not None:
-        return (), command_text(mapping.get("command"))
-    return (), None
-
-
 def _result_text(content: Any) -> str:
     """A tool result's content in any shape Zed's deserializer accepts: a string,
     ``{"Text": s}``, ``{"type": "text", "text": s}``, ``{"text": s}``, or a list of those
     (images give nothing)."""
+    if isinstance(content, dict):  # Zed's own shape first: most results
+        for key in ("Text", "text"):
+            text = content.get(key)
+            if isinstance(text, str):
+                return text
+        return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "\n".join(text for text in map(_result_text, content) if text)
-    if isinstance(content, dict):
-        for key in ("Text", "text"):
-            if isinstance(content.get(key), str):
-                return content[key]
     return ""
 
 
 def _tool_use(use: dict[str, Any]) -> Block:
     """A ToolUse: its ``raw_input`` (the arguments' JSON as the model sent it) as the
     text, else its parsed ``input``; provenance from the parsed input."""
-    name = opt_str(use.get("name"))
-    arguments = use.get("input") if use.get("input") is not None else use.get("raw_input")
-    raw = use.get("raw_input")
-    files, command = _provenance(name, arguments) if name in _FILE_TOOLS or name in _SHELL_TOOLS else ((), None)
+    get = use.get
+    name = opt_str(get("name"))
+    raw = get("raw_input")
+    arguments = get("input")
+    if arguments is None:
+        arguments = raw
+    files: tuple[FileTouch, ...] = ()
+    command = None
+    action = _FILE_TOOLS.get(name)  # type: ignore[arg-type]
+    if action is not None:
+        files = path_touches(arguments, _PATH_KEYS, action)
+    elif name in _SHELL_TOOLS:
+        mapping = call_arguments(arguments)
+        if mapping is not None:
+            command = command_text(mapping.get("command"))
     return Block("tool_use", raw if isinstance(raw, str) and raw else tool_input_text(arguments), name,
-                 opt_str(use.get("id")), files=files, command=command)
+                 opt_str(get("id")), files, command)
 
 
 def _results(tool_results: Any) -> list[Block]:
-    results = tool_results.values() if isinstance(tool_results, dict) else tool_results or ()
-    return [Block("tool_result", _result_text(result.get("content")) or
-                  (compact_json(result["output"]) if result.get("output") is not None else ""),
-                  opt_str(result.get("tool_name")), opt_str(result.get("tool_use_id")))
-            for result in results if isinstance(result, dict)]
+    blocks = []
+    for result in tool_results.values() if isinstance(tool_results, dict) else tool_results or ():
+        if isinstance(result, dict):
+            text = _result_text(result.get("content"))
+            if not text:
+                output = result.get("output")
+                text = compact_json(output) if output is not None else ""
+            blocks.append(Block("tool_result", text, opt_str(result.get("tool_name")),
+                                opt_str(result.get("tool_use_id"))))
+    return blocks
 
 
 def _user_text(content: Any) -> str:
@@ -146,16 +155,22 @@ def _user_text(content: Any) -> str:
 
 
 def _agent_blocks(content: Any) -> list[Block]:
-    blocks = []
+    blocks: list[Block] = []
+    append = blocks.append
     for item in content if isinstance(content, list) else ():
         if not isinstance(item, dict):
             continue
-        if isinstance(item.get("Text"), str):
-            blocks.append(Block("text", item["Text"]))
-        elif isinstance(item.get("Thinking"), dict):
-            blocks.append(Block("thinking", as_str(item["Thinking"].get("text"))))
-        elif isinstance(item.get("ToolUse"), dict):
-            blocks.append(_tool_use(item["ToolUse"]))
+        text = item.get("Text")
+        if isinstance(text, str):
+            append(Block("text", text))
+            continue
+        thinking = item.get("Thinking")
+        if isinstance(thinking, dict):
+            append(Block("thinking", as_str(thinking.get("text"))))
+            continue
+        use = item.get("ToolUse")
+        if isinstance(use, dict):
+            append(_tool_use(use))
     return blocks
 
 
@@ -218,20 +233,22 @@ def parse(unit: SourceUnit) -> Session:
     ts = normalize_ts(created) or normalize_ts(updated) or normalize_ts(thread.get("updated_at"))
     turns = TurnCollector(session)
     for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue  # "Resume"
         turn_uuid = f"{thread_id}:{index}"
         try:
-            if isinstance(message, dict) and isinstance(message.get("User"), dict):
-                turns.add(turn_uuid, turns.last_uuid, "user", ts,
-                          [Block("text", _user_text(message["User"].get("content")))])
+            user = message.get("User")
+            if isinstance(user, dict):
+                turns.add(turn_uuid, turns.last_uuid, "user", ts, [Block("text", _user_text(user.get("content")))])
                 continue
-            if isinstance(message, dict) and isinstance(message.get("Agent"), dict):
-                agent = message["Agent"]
+            agent = message.get("Agent")
+            if isinstance(agent, dict):
                 role, blocks, results = "assistant", _agent_blocks(agent.get("content")), _results(
                     agent.get("tool_results"))
-            elif isinstance(message, dict) and "role" in message:
+            elif "role" in message:
                 role, blocks, results = _legacy(message)
             else:
-                continue  # "Resume", or a shape this reader does not know
+                continue  # a shape this reader does not know
             turns.add(turn_uuid, turns.last_uuid, role, ts, blocks)
             if results:
                 turns.add(f"{turn_uuid}:results", turns.last_uuid, "tool", ts, results)
