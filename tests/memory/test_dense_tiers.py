@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from funes.embedding import DENSE_TIERS, EVERY_TIER
 from paths import REAL
@@ -49,6 +50,7 @@ def test_a_memory_indexed_by_default_has_vectors_for_exactly_the_policys_tiers(m
     assert "0 embedded, 0 awaiting vectors" in result.stderr and "to embed the rest" not in result.stderr
 
 
+@pytest.mark.slow  # among the longest tests (20–35 s on 2 loaded cores): the default suite stays under ten minutes
 def test_embed_all_fills_the_other_tiers_and_the_memory_keeps_embedding_them(memory_home, tmp_path):
     _, missing = vectors_by_tier(memory_home / ".funes")
     result = funes("index", "--embed-all", "--yes")

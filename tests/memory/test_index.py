@@ -379,6 +379,7 @@ def test_a_disk_that_refuses_writes_is_a_clear_error_and_loses_nothing(memory_ho
     assert status()["chunks"] > before["chunks"]
 
 
+@pytest.mark.slow  # among the longest tests (20–35 s on 2 loaded cores): the default suite stays under ten minutes
 def test_a_disk_that_refuses_the_bm25_segment_is_a_clear_error_and_loses_nothing(isolated_env):
     import random
 

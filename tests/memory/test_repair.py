@@ -114,6 +114,7 @@ def test_a_truncated_data_file_is_served_around_refused_by_writers_and_repaired(
     assert funes("index", "--yes").returncode == 0
 
 
+@pytest.mark.slow  # among the longest tests (20–35 s on 2 loaded cores): the default suite stays under ten minutes
 def test_what_no_transcript_holds_any_more_is_named_as_lost(memory_home):
     transcript = add_session(memory_home)
     before = stored_ids(memory_home)

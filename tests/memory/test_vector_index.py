@@ -140,6 +140,7 @@ def _ivf_partitions(memory_dir) -> list[int]:
     return sizes.tolist()
 
 
+@pytest.mark.slow  # among the longest tests (20–35 s on 2 loaded cores): the default suite stays under ten minutes
 def test_an_ivf_pq_keeps_its_partition_size_as_vectors_grow(isolated_env, small_thresholds, monkeypatch):
     """The IVF_PQ is built once, with a target size for its partitions: each refresh
     splits the partitions new vectors swell and joins the ones left small, so a

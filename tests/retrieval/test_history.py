@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from memory_helpers import LONG_SESSION
 from trace_helpers import REAL
@@ -195,6 +196,7 @@ def test_paths_are_stored_relative_to_the_checkout_and_found_by_local_paths(isol
 
 
 # ---------------------------------------------------------------- an older memory
+@pytest.mark.slow  # among the longest tests (20–35 s on 2 loaded cores): the default suite stays under ten minutes
 def test_a_memory_written_before_the_provenance_columns_opens_and_is_migrated(memory_home):
     import lance
     import pyarrow as pa
