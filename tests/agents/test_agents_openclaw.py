@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from agent_helpers import assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, write
+from agent_helpers import (assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, needs_cli, run_cli,
+                           write)
 from trace_helpers import fixture_module
 
 CONFIG = """{
@@ -77,3 +78,21 @@ def test_index_finds_the_stores_and_recall_finds_their_turns(memory_home):
     assert hit["turn_uuid"] == "a10"
     legacy = funes("recall", "draft the invoice email", "--harness", "openclaw", "--json")
     assert json.loads(legacy.out)[0]["session_id"] == builder.WORK
+
+
+@needs_cli("openclaw")
+def test_openclaw_itself_lists_the_server(openclaw_home):
+    def servers() -> dict:
+        # `mcp list` reads the config only (it connects to no server); each run starts OpenClaw's
+        # whole CLI, tens of seconds on a busy machine.
+        listed = run_cli("openclaw", "mcp", "list", "--json", timeout=300)
+        assert listed.returncode == 0, listed.stderr
+        return json.loads(listed.stdout)
+
+    assert funes("add", "openclaw", "--yes").code == 0
+    listed = servers()
+    assert listed["funes"]["command"].endswith("/funes") and listed["funes"]["args"] == ["mcp"]
+    assert listed["docs"] == {"command": "docs-server", "args": ["--stdio"]}
+    assert funes("remove", "openclaw").code == 0
+    listed = servers()
+    assert "funes" not in listed and "docs" in listed

