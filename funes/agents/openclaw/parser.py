@@ -32,9 +32,9 @@ from typing import Any
 from funes.agents.openclaw import AGENT, DB_NAME
 from funes.agents.pi.parser import EntryTools, read_entries
 from funes.traces.common import file_unit, finish_session, walk_files, workdir_facet
-from funes.traces.jsonl import SHAPE_ERRORS, decode_json, each_record, first_record
+from funes.traces.jsonl import SHAPE_ERRORS, decode_json_fast, each_record, first_record
 from funes.traces.model import ParseWarning, Session, SourceUnit
-from funes.traces.sqlite import columns, decode_text, read_only
+from funes.traces.sqlite import columns, read_only
 
 HARNESS = AGENT.harness
 TOOLS = EntryTools({"read": "read", "write": "write", "edit": "edit"}, frozenset({"exec", "bash"}))
@@ -95,18 +95,18 @@ def discover(root: Path) -> Iterator[SourceUnit]:
 
 # --------------------------------------------------------------------------- parsing
 
-def _decompressed(frame: bytes, decompressor: Any, frame_size: Callable[[bytes], int]) -> str:
+def _decompressed(frame: bytes, decompressor: Any, frame_size: Callable[[bytes], int]) -> bytes:
     size = frame_size(frame)
     if size > _MAX_EVENT_BYTES:
         raise ValueError("event larger than OpenClaw writes")
     if size >= 0:  # Node's one-shot compression records the size: decompressed in one call
-        return decode_text(decompressor.decompress(frame))
+        return decompressor.decompress(frame)
     # A frame without its size is read as a stream, cut off past what OpenClaw ever compresses.
     with decompressor.stream_reader(io.BytesIO(frame)) as reader:
         data = reader.read(_MAX_EVENT_BYTES + 1)
     if len(data) > _MAX_EVENT_BYTES:
         raise ValueError("event larger than OpenClaw writes")
-    return decode_text(data)
+    return data
 
 
 def _store_feed(db: Path, session: Session) -> tuple[Callable[[Callable[[int, dict[str, Any]], None]], None], str]:
@@ -134,7 +134,7 @@ def _store_feed(db: Path, session: Session) -> tuple[Callable[[Callable[[int, di
                     if not isinstance(frame, bytes):
                         raise ValueError("neither event_json nor event_zstd")
                     text = _decompressed(frame, decompressor, frame_size)
-                record = decode_json(text)
+                record = decode_json_fast(text)  # the UTF-8 of a frame as it is
             except Exception as exc:  # noqa: BLE001 - zstandard raises its own error type on corrupt frames
                 warnings.append(ParseWarning(source, seq, f"event {seq}: unreadable ({type(exc).__name__})"))
                 continue
