@@ -6,9 +6,11 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from funes.traces.common import compact_json, joined_text, normalize_ts, tagged_spans, trailing_uuid, workdir_facet
-from funes.traces.jsonl import decode_json
+from funes.traces.jsonl import decode_json, decode_json_fast
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -75,6 +77,41 @@ def test_decode_json_reads_what_json_loads_reads(text):
         assert str(raised.value) == str(exc)
     else:
         assert repr(decode_json(text)) == repr(expected)
+
+
+def _decoded(decode, data):
+    try:
+        return repr(decode(data))
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_JSON_VALUES.map(lambda value: json.dumps(value, ensure_ascii=False)),
+                 _JSON_VALUES.map(json.dumps), st.text(max_size=40),
+                 st.text(alphabet='"\\ud83dcx{}[]:,01e.-uNaI ', max_size=30)))
+def test_decode_json_fast_returns_what_decode_json_returns(text):
+    """The Rust decoder's fast path changes no value and no error: the same repr (numbers,
+    key order, lone surrogates replaced) or the same ValueError, from text or its UTF-8."""
+    expected = _decoded(decode_json, text)
+    assert _decoded(decode_json_fast, text) == expected
+    try:
+        encoded = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate in the text itself has no UTF-8
+        return
+    assert _decoded(decode_json_fast, encoded) == expected
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\xff\xfe"}', b'"\xed\xa0\xbd"', b'["\\ud83d", "\xc3"]',
+                                  b"[" * 300 + b"]" * 300, b"1" * 5000, b'{"a": 1} x'])
+def test_decode_json_fast_reads_bytes_as_replaced_utf8(data):
+    expected = _decoded(decode_json, data.decode("utf-8", errors="replace"))
+    assert _decoded(decode_json_fast, data) == expected
 
 
 def test_compact_json_is_json_dumps_compact_and_unescaped():
