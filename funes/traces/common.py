@@ -427,6 +427,10 @@ def joined_text(content: Any, part_types: Collection[str] = ("text",)) -> str:
         content = [content]
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # most messages: one part, read without a generator and a join
+        part = content[0]
+        text = part.get("text") if isinstance(part, dict) and part.get("type") in part_types else None
+        return text if isinstance(text, str) else ""
     return "\n".join(
         part["text"]
         for part in content

@@ -50,6 +50,8 @@ def test_joined_text_shapes():
     assert joined_text(parts) == "a"
     assert joined_text(parts, ("text", "input_text")) == "a\nb"
     assert joined_text({"type": "text", "text": "single"}) == "single"
+    assert joined_text([{"type": "text", "text": "one"}]) == "one"
+    assert joined_text([{"type": "image"}]) == joined_text([{"type": "text", "text": 3}]) == joined_text(["x"]) == ""
     assert joined_text("plain") == "plain"
     assert joined_text(None) == joined_text(7) == ""
 
