@@ -133,10 +133,12 @@ def _blocks(role: Any, message: dict[str, Any], tools: EntryTools) -> tuple[str,
             if (block := text_part_block(part)) is not None:
                 blocks.append(block)
             elif part.get("type") == "toolCall":
-                name = opt_str(part.get("name"))
-                block = Block("tool_use", tool_input_text(part.get("arguments")), name, opt_str(part.get("id")))
-                blocks.append(record_call(block, part.get("arguments"), action=tools.files.get(name or ""),
-                                          shell=name in tools.shell))
+                name, arguments = opt_str(part.get("name")), part.get("arguments")
+                block = Block("tool_use", tool_input_text(arguments), name, opt_str(part.get("id")))
+                action, shell = tools.files.get(name or ""), name in tools.shell
+                # A call of a tool that names no file and runs no command has nothing for record_call.
+                blocks.append(record_call(block, arguments, action=action, shell=shell)
+                              if action is not None or shell else block)
         return "assistant", blocks
     if role == "toolResult":
         name, call_id = opt_str(message.get("toolName")), opt_str(message.get("toolCallId"))
