@@ -43,7 +43,7 @@ from funes.traces.common import (
     tool_input_text,
     workdir_facet,
 )
-from funes.traces.jsonl import SHAPE_ERRORS, decode_json
+from funes.traces.jsonl import SHAPE_ERRORS, decode_json_fast
 from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUnit
 from funes.traces.sqlite import columns, read_only
 
@@ -87,14 +87,14 @@ def discover(root: Path) -> Iterator[SourceUnit]:
 # --------------------------------------------------------------------------- one thread
 
 def _thread_json(data_type: Any, data: Any) -> Any:
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    if not isinstance(raw, bytes):
+    if not isinstance(data, (bytes, str)):
         raise ValueError("no data")
     if data_type == "zstd":
         import zstandard
 
-        raw = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
-    return decode_json(raw.decode("utf-8", errors="replace"))
+        data = zstandard.ZstdDecompressor().decompressobj().decompress(
+            data.encode("utf-8") if isinstance(data, str) else data)
+    return decode_json_fast(data)  # bytes as UTF-8 with invalid sequences replaced, as decode_json reads them
 
 
 def _result_text(content: Any) -> str:
