@@ -1,11 +1,12 @@
-"""OpenHands CLI conversations: ``~/.openhands/conversations/<id>/events/*.json``,
+"""OpenHands CLI conversations: ``~/.openhands/conversations/<id hex>/events/*.json``,
 one openhands-sdk event per file (``event-<index>-<event id>.json``, the index
 zero-padded so names sort in order).  Format facts: FORMAT.md.
 
 A unit is one conversation folder; its signature is the ``events`` folder's
 (a new event file changes the folder's mtime).  Kept: ``MessageEvent`` (user and
 agent text, reasoning → thinking), ``ActionEvent`` (thought → thinking, the tool
-call → tool_use), ``ObservationEvent`` (→ tool_result, a command's exit code from
+call → tool_use), ``ObservationEvent``, ``AgentErrorEvent`` and
+``UserRejectObservation`` (→ tool_result; a command's exit code from
 ``observation.exit_code`` or ``observation.metadata.exit_code``).  An unreadable
 event file costs that event (one warning), never the conversation.
 """
@@ -23,6 +24,7 @@ from funes.traces.common import (
     compact_json,
     file_signature,
     finish_session,
+    joined_text,
     normalize_ts,
     opt_str,
     workdir_facet,
@@ -32,7 +34,11 @@ from funes.traces.model import Block, FileTouch, ParseWarning, Session, SourceUn
 
 HARNESS = AGENT.harness
 EVENTS = "events"
+# file_editor's commands (FileEditorAction, and PlanningFileEditorAction built on it);
+# glob and grep actions carry a ``path`` too, but a folder searched is no file touched.
 _FILE_ACTIONS = {"view": "read", "create": "write", "str_replace": "edit", "insert": "edit", "undo_edit": "edit"}
+# The terminal tool's action: ExecuteBashAction in openhands-tools 1.2, TerminalAction in 1.21.
+_SHELL_ACTIONS = frozenset({"TerminalAction", "ExecuteBashAction"})
 
 
 def default_roots() -> list[Path]:
@@ -60,34 +66,37 @@ def discover(root: Path) -> Iterator[SourceUnit]:
             yield unit
 
 
-def _texts(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else []
-    return "\n".join(part["text"] for part in parts
-                     if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
-
-
 def _thinking(record: dict[str, Any]) -> str:
+    """Reasoning text of a message or an action: ``reasoning_content``, Anthropic
+    ``thinking_blocks`` (redacted ones carry no text) and the summaries of an OpenAI
+    Responses ``responses_reasoning_item``."""
     texts = [record.get("reasoning_content")]
     for block in record.get("thinking_blocks") or ():
         if isinstance(block, dict):
             texts.append(block.get("thinking"))
+    item = record.get("responses_reasoning_item")
+    if isinstance(item, dict) and isinstance(item.get("summary"), list):
+        texts.extend(item["summary"])
     return "\n".join(text for text in texts if isinstance(text, str) and text)
 
 
 def _tool_use(event: dict[str, Any]) -> Block:
-    action = event.get("action") if isinstance(event.get("action"), dict) else {}
-    name = opt_str(event.get("tool_name")) or opt_str(action.get("kind"))
+    action = event.get("action")
+    name = opt_str(event.get("tool_name"))
+    if not isinstance(action, dict):
+        # A call whose arguments failed validation: no action, the model's raw
+        # arguments in tool_call (an AgentErrorEvent follows with the reason).
+        call = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
+        return Block("tool_use", opt_str(call.get("arguments")) or "", name or opt_str(call.get("name")),
+                     opt_str(event.get("tool_call_id")))
+    kind = action.get("kind")
     arguments = {key: value for key, value in action.items() if key != "kind"}
-    command = opt_str(action.get("command"))
+    command = action.get("command")
     files: tuple[FileTouch, ...] = ()
-    if isinstance(action.get("path"), str):
-        kind = "edit" if command is None else _FILE_ACTIONS.get(command, "edit")
-        files = (FileTouch(action["path"], kind),)
-        command = None
-    return Block("tool_use", compact_json(arguments), name, opt_str(event.get("tool_call_id")),
-                 files=files, command=command)
+    if isinstance(action.get("path"), str) and command in _FILE_ACTIONS:
+        files = (FileTouch(action["path"], _FILE_ACTIONS[command]),)
+    return Block("tool_use", compact_json(arguments), name or opt_str(kind), opt_str(event.get("tool_call_id")),
+                 files=files, command=opt_str(command) if kind in _SHELL_ACTIONS else None)
 
 
 def _exit_code(observation: dict[str, Any]) -> int | None:
@@ -97,11 +106,9 @@ def _exit_code(observation: dict[str, Any]) -> int | None:
     return None
 
 
-def _tool_result(event: dict[str, Any]) -> Block:
-    observation = event.get("observation") if isinstance(event.get("observation"), dict) else {}
-    text = _texts(observation.get("content")) or opt_str(observation.get("output")) or ""
+def _tool_result(event: dict[str, Any], text: str, exit_code: int | None = None) -> Block:
     return Block("tool_result", text, opt_str(event.get("tool_name")), opt_str(event.get("tool_call_id")),
-                 exit_code=_exit_code(observation))
+                 exit_code=exit_code)
 
 
 def _blocks(event: dict[str, Any]) -> tuple[str, list[Block]] | None:
@@ -109,13 +116,26 @@ def _blocks(event: dict[str, Any]) -> tuple[str, list[Block]] | None:
     if kind == "MessageEvent":
         message = event["llm_message"]
         role = "user" if event.get("source") == "user" else "assistant"
-        return role, [Block("thinking", _thinking(message)), Block("text", _texts(message.get("content")))]
+        return role, [Block("thinking", _thinking(message)), Block("text", joined_text(message.get("content")))]
     if kind == "ActionEvent":
-        thought = "\n".join(filter(None, (_thinking(event), _texts(event.get("thought")))))
+        thought = "\n".join(filter(None, (_thinking(event), joined_text(event.get("thought")))))
         return "assistant", [Block("thinking", thought), _tool_use(event)]
     if kind == "ObservationEvent":
-        return "tool", [_tool_result(event)]
-    return None  # SystemPromptEvent, state updates, condensation, errors
+        observation = event["observation"]
+        text = joined_text(observation.get("content")) or opt_str(observation.get("output")) or ""
+        return "tool", [_tool_result(event, text, _exit_code(observation))]
+    if kind == "AgentErrorEvent":  # the answer to a call that failed validation or raised
+        return "tool", [_tool_result(event, opt_str(event.get("error")) or "")]
+    if kind == "UserRejectObservation":  # the user (or a hook) refused the call
+        return "tool", [_tool_result(event, opt_str(event.get("rejection_reason")) or "")]
+    return None  # SystemPromptEvent, state updates, condensation, pauses, conversation errors
+
+
+def _event_order(name: str) -> tuple[int, str]:
+    """``event-<index>-<id>.json`` by its index as a number: the SDK pads it to five
+    digits, so from 100000 on the names no longer sort as text."""
+    index = name[6:name.find("-", 6)]
+    return (int(index) if name.startswith("event-") and index.isdigit() else -1, name)
 
 
 def parse(unit: SourceUnit) -> Session:
@@ -127,7 +147,7 @@ def parse(unit: SourceUnit) -> Session:
     folder = str(events)
     try:
         with os.scandir(folder) as entries:
-            names = sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+            names = sorted((entry.name for entry in entries if entry.name.endswith(".json")), key=_event_order)
     except OSError as error:
         session.warnings.append(ParseWarning(folder, 0, f"unreadable events folder: {error.strerror}"))
         names = []
