@@ -314,6 +314,8 @@ def path_touches(arguments: Any, keys: Collection[str], action: str) -> tuple[Fi
     mapping = call_arguments(arguments)
     if mapping is not None:
         _argument_paths(mapping, keys, False, found)
+    if len(found) == 1:  # most calls name one file: no dedup pass (a third of this function's cost)
+        return (FileTouch(found[0], action),)
     return file_touches(found, action)
 
 
