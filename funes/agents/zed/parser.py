@@ -40,6 +40,7 @@ from funes.traces.common import (
     normalize_ts,
     opt_str,
     path_touches,
+    paused_gc,
     tool_input_text,
     workdir_facet,
 )
@@ -118,9 +119,9 @@ def _tool_use(use: dict[str, Any]) -> Block:
     """A ToolUse: its ``raw_input`` (the arguments' JSON as the model sent it) as the
     text, else its parsed ``input``; provenance from the parsed input."""
     get = use.get
-    name = opt_str(get("name"))
-    raw = get("raw_input")
-    arguments = get("input")
+    name, raw, arguments, use_id = get("name"), get("raw_input"), get("input"), get("id")
+    if not (isinstance(name, str) and name):
+        name = None
     if arguments is None:
         arguments = raw
     files: tuple[FileTouch, ...] = ()
@@ -133,19 +134,23 @@ def _tool_use(use: dict[str, Any]) -> Block:
         if mapping is not None:
             command = command_text(mapping.get("command"))
     return Block("tool_use", raw if isinstance(raw, str) and raw else tool_input_text(arguments), name,
-                 opt_str(get("id")), files, command)
+                 use_id if isinstance(use_id, str) and use_id else None, files, command)
 
 
 def _results(tool_results: Any) -> list[Block]:
     blocks = []
     for result in tool_results.values() if isinstance(tool_results, dict) else tool_results or ():
         if isinstance(result, dict):
-            text = _result_text(result.get("content"))
+            get = result.get
+            content, name, use_id = get("content"), get("tool_name"), get("tool_use_id")
+            text = content.get("Text") if type(content) is dict else None  # Zed's own shape: most results
+            if not isinstance(text, str):
+                text = _result_text(content)
             if not text:
-                output = result.get("output")
+                output = get("output")
                 text = compact_json(output) if output is not None else ""
-            blocks.append(Block("tool_result", text, opt_str(result.get("tool_name")),
-                                opt_str(result.get("tool_use_id"))))
+            blocks.append(Block("tool_result", text, name if isinstance(name, str) and name else None,
+                                use_id if isinstance(use_id, str) and use_id else None))
     return blocks
 
 
@@ -166,7 +171,8 @@ def _agent_blocks(content: Any) -> list[Block]:
             continue
         thinking = item.get("Thinking")
         if isinstance(thinking, dict):
-            append(Block("thinking", as_str(thinking.get("text"))))
+            text = thinking.get("text")
+            append(Block("thinking", text if isinstance(text, str) else ""))
             continue
         use = item.get("ToolUse")
         if isinstance(use, dict):
@@ -203,6 +209,7 @@ def _project(session: Session, thread: dict[str, Any], folder_paths: Any, order:
         session.branch = clean_branch(git.get("current_branch"))
 
 
+@paused_gc()
 def parse(unit: SourceUnit) -> Session:
     db, thread_id = unit.path, unit.session_id
 
