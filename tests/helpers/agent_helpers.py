@@ -35,7 +35,7 @@ PI_HARNESS = Path(__file__).parent / "pi_harness.mjs"
 
 # Agents that install from PyPI only, each into its own virtual environment under
 # ``<agent CLIs>/py/<name>`` (Python >= 3.12, no torch): .ci/run installs them.
-PYPI_PACKAGES = {"kimi": "kimi-cli==1.49.0", "vibe": "mistral-vibe==2.18.4"}
+PYPI_PACKAGES = {"kimi": "kimi-cli==1.49.0", "vibe": "mistral-vibe==2.18.4", "openhands": "openhands==1.16.0"}
 
 
 def py_agent(name: str, program: str) -> Path | None:
