@@ -144,17 +144,18 @@ def write_auggie(root: Path, sessions: list[ScriptedSession]) -> Path:
     return root / "sessions"
 
 
-_OPENHANDS_TOOLS = {"shell": "execute_bash", "read": "str_replace_editor", "edit": "str_replace_editor",
-                    "write": "str_replace_editor", "search": "execute_bash"}
+# The CLI 1.16 tools (openhands-tools 1.21): terminal and file_editor.
+_OPENHANDS_TOOLS = {"shell": "terminal", "read": "file_editor", "edit": "file_editor", "write": "file_editor",
+                    "search": "terminal"}
 
 
 def _openhands_action(kind: str, args: dict) -> dict:
     if kind == "shell":
-        return {"kind": "ExecuteBashAction", "command": args["command"]}
+        return {"kind": "TerminalAction", "command": args["command"]}
     if kind == "search":
-        return {"kind": "ExecuteBashAction", "command": f"grep -rn {json.dumps(args.get('pattern', ''))} ."}
+        return {"kind": "TerminalAction", "command": f"grep -rn {json.dumps(args.get('pattern', ''))} ."}
     editor = {"read": "view", "edit": "str_replace", "write": "create"}[kind]
-    return {"kind": "StrReplaceEditorAction", "command": editor, **args}
+    return {"kind": "FileEditorAction", "command": editor, **args}
 
 
 def write_openhands(root: Path, sessions: list[ScriptedSession]) -> Path:
@@ -178,7 +179,7 @@ def write_openhands(root: Path, sessions: list[ScriptedSession]) -> Path:
                                    "action": _openhands_action(c.kind, c.args)})
                     events.append({"kind": "ObservationEvent", "timestamp": at, "source": "environment",
                                    "tool_name": _OPENHANDS_TOOLS[c.kind], "tool_call_id": c.id, "observation": {
-                                       "kind": "ExecuteBashObservation", "content": [{"type": "text", "text": c.result}],
+                                       "kind": "TerminalObservation", "content": [{"type": "text", "text": c.result}],
                                        "exit_code": 1 if c.is_error else 0}})
                 events.append({"kind": "MessageEvent", "timestamp": at, "source": "agent", "llm_message": {
                     "role": "assistant", "content": [{"type": "text", "text": step.text}]}})
