@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from agent_helpers import (assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, needs_py_cli, py_agent,
-                           write)
+from agent_helpers import (assert_indexed_and_recalled, assert_refused, assert_round_trip, funes, needs_py_cli,
+                           py_agent, write)
 from trace_helpers import FIXTURES
 
 MCP = """{
