@@ -36,6 +36,7 @@ def test_add_registers_the_server_beside_the_users_own(openhands_home):
     servers = json.loads((openhands_home / ".openhands" / "mcp.json").read_text())["mcpServers"]
     assert servers["funes"]["command"].endswith("/funes") and servers["funes"]["args"] == ["mcp"]
     assert servers["fetch"] == {"command": "uvx", "args": ["mcp-server-fetch"]}
+    assert "name: funes-recall" in (openhands_home / ".openhands" / "skills" / "funes-recall" / "SKILL.md").read_text()
 
 
 def test_add_twice_changes_nothing_and_remove_restores_every_byte(openhands_home):
@@ -54,6 +55,8 @@ def test_the_persistence_dir_variable_moves_the_config(openhands_home, monkeypat
     monkeypatch.setenv("OPENHANDS_PERSISTENCE_DIR", str(moved))
     assert funes("add", "openhands", "--yes").code == 0
     assert "funes" in json.loads((moved / "mcp.json").read_text())["mcpServers"]
+    # the SDK reads user skills under the home folder whatever the variable says
+    assert (openhands_home / ".openhands" / "skills" / "funes-recall" / "SKILL.md").is_file()
     assert (openhands_home / ".openhands" / "mcp.json").read_text() == MCP
 
 
@@ -99,6 +102,27 @@ def test_openhands_mcp_list_sees_the_registration(openhands_home):
     assert config.read_bytes() == before
     after = _mcp_list()
     assert after.returncode == 0 and set(_listed(after.stdout)) == {"fetch"}, after.stdout
+
+
+USER_SKILLS = """
+from openhands.sdk.skills import load_user_skills
+print(" ".join(sorted(skill.name for skill in load_user_skills())))
+"""
+
+
+@needs_py_cli("openhands")
+def test_the_sdk_loads_the_skill_as_a_user_skill(openhands_home):
+    def user_skills() -> list[str]:
+        loaded = subprocess.run([str(py_agent("openhands", "python")), "-c", USER_SKILLS], capture_output=True,
+                                text=True, timeout=300, env={**os.environ, "OPENHANDS_SUPPRESS_BANNER": "1"},
+                                cwd=os.environ["HOME"])
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
+        return loaded.stdout.split()
+
+    assert funes("add", "openhands", "--yes").code == 0
+    assert "funes-recall" in user_skills()
+    assert funes("remove", "openhands").code == 0
+    assert "funes-recall" not in user_skills()
 
 
 SDK_READS_THE_FIXTURES = """

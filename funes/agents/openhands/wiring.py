@@ -1,19 +1,19 @@
-"""OpenHands CLI: funes's MCP server in ``~/.openhands/mcp.json``
-(``mcpServers.funes``: ``{command, args}``), the file the CLI merges into its agent's
-MCP config at start (openhands_cli/locations.py ``MCP_CONFIG_FILE``,
-tui/settings/store.py).
+"""OpenHands CLI: funes's MCP server in ``<persistence dir>/mcp.json``
+(``~/.openhands``, or ``$OPENHANDS_PERSISTENCE_DIR``; ``mcpServers.funes``:
+``{command, args}``), which the CLI hands to its agent at start (openhands_cli/locations.py
+``MCP_CONFIG_FILE``, mcp/mcp_utils.py, stores/agent_store.py), and the skill in
+``~/.openhands/skills/funes-recall/SKILL.md``: openhands-sdk's ``load_user_skills`` reads
+AgentSkills folders from ``~/.agents/skills`` and ``~/.openhands/skills`` under the home
+folder whatever the persistence variable says (``USER_SKILLS_DIRS``), and the CLI turns
+user skills on.
 
-No skill: the CLI 1.2 loads skills only from the project's ``.openhands/skills``
-(and legacy ``microagents``), not from a user folder.  No hook: OpenHands
-conversations are indexed by ``funes index`` sweeps.
+No hook: OpenHands conversations are indexed by ``funes index`` sweeps.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from funes.wiring import SERVER_NAME, Binding
-from funes.wiring.changes import FileChange, document_change
 from funes.wiring.mcp_file import McpFileWiring
 
 
@@ -21,9 +21,5 @@ class OpenHandsWiring(McpFileWiring):
     def config_file(self) -> Path:
         return self.agent.home() / "mcp.json"  # type: ignore[operator]
 
-    def plan_add(self, binding: Binding) -> list[FileChange]:
-        command = binding.mcp_command()
-        return [document_change(self.with_server(command), f'MCP server "{SERVER_NAME}": {" ".join(command)}')]
-
-    def plan_remove(self) -> list[FileChange]:
-        return [document_change(self.without_server(), f'MCP server "{SERVER_NAME}"')]
+    def skills_dir(self) -> Path:
+        return Path.home() / ".openhands" / "skills"
