@@ -139,7 +139,8 @@ def main() -> int:
 
     below = [name for name, source, r in rows if source.startswith("synthetic") and r["best_mb_s"] < GOAL_MB_S]
     body = "\n".join([
-        f"`nice -n 10 python benchmarks/parse.py --mb {args.mb:g} --min-cpu-s {args.min_cpu_s:g}` — each agent's `parse` alone (no chunking, "
+        f"`make bench-parse`, second command: `python benchmarks/parse.py --mb {args.mb:g} --min-cpu-s {args.min_cpu_s:g}` "
+        "— each agent's `parse` alone (no chunking, "
         "redaction or storage) over a synthetic history per format (`benchmarks/synthetic.py`: claude and pi are "
         "copies of the real transcripts in `tests/fixtures/real`; every other format is scripted coding sessions of "
         "60 prompts, each answered in one to five steps of thinking, replies and up to three tool calls with results "
