@@ -53,7 +53,7 @@ def recall_command(
     memory: str = READ_MEMORY,
     as_json: bool = typer.Option(False, "--json", help="A JSON list of hits with provenance and per-stage scores."),
     batch: Path = typer.Option(None, "--batch", help="JSON Lines of {qid, query, k?}; one {qid, hits} line out per query."),
-    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the cross-encoder stage."),
+    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the rerank stage (late interaction, or the cross-encoder FUNES_RERANKER names)."),
     no_stale: bool = typer.Option(False, "--no-stale",
                                   help="Skip the stale marks (files changed since a hit's turn, another branch)."),
     fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",

@@ -1,7 +1,9 @@
-"""Optional cross-encoder reranking of recall candidates.
+"""The rerank stage of recall: which one runs, and cross-encoders.
 
-The model is named by ``FUNES_RERANKER`` (default ``cross-encoder/ms-marco-MiniLM-L6-v2``;
-a local folder also works; ``none`` turns reranking off).  It is found, in order:
+``FUNES_RERANKER`` names the stage: ``maxsim-static`` (the default) and ``maxsim``
+are late interaction over the shipped MiniLM (funes/late_interaction.py); any other
+value is a cross-encoder, a Hub model id or a local folder; ``none`` turns the stage
+off.  A cross-encoder is found, in order:
 the folder itself, the standard Hugging Face cache (offline), and, when the Hub can
 be reached, a one-time fetch into that cache.  A failed fetch is remembered for a
 day under ``$FUNES_HOME/state`` so recall does not wait on the network every call.
@@ -44,11 +46,17 @@ from funes.embedding import (
     run_length_sorted,
 )
 from funes.files import write_atomically
+from funes.late_interaction import (
+    MAXSIM,
+    WORD_PIECE_MAXSIM,
+    LateInteractionUnavailable,
+    MaxSimReranker,
+    WordPieceMaxSim,
+)
 
-DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
-# Late interaction over the shipped embedding model's token vectors (MaxSimReranker).
-MAXSIM = "maxsim"
-MAXSIM_TOKENS = 128
+# Late interaction over the shipped model's word pieces: what measured best on every
+# dev set within a warm recall's budget (funes/late_interaction.py).
+DEFAULT_RERANKER = WORD_PIECE_MAXSIM
 PRECISIONS = ("int8", "fp32")
 # Length-sorted batches of 8 were fastest (or within noise of it) for int8 over
 # 30 pairs of 220–370 tokens on 2 cores; 16 and 32 only add padding.
@@ -68,7 +76,7 @@ class RerankerUnavailable(Exception):
 
 
 class RerankerLoad(NamedTuple):
-    reranker: Reranker | None
+    reranker: Reranker | MaxSimReranker | WordPieceMaxSim | None
     reason: str | None  # set exactly when reranker is None
 
 
@@ -126,34 +134,6 @@ class Reranker:
     def rerank(self, query: str, passages: Sequence[str]) -> list[int]:
         """Indices of ``passages``, most relevant first (ties keep input order)."""
         return np.argsort(-self.score(query, passages), kind="stable").tolist()
-
-
-class MaxSimReranker:
-    """Late interaction over the shipped MiniLM's token vectors, no model of its own
-    (``FUNES_RERANKER=maxsim``): a passage scores the mean, over the query's word
-    pieces, of each piece's best cosine to one of the passage's first
-    :data:`MAXSIM_TOKENS` pieces, so a passage holding the query's rare identifiers
-    in context rises above one that only shares its topic."""
-
-    model_id = MAXSIM
-    # Its share of a candidate's score beside the fused one: chosen leave-one-session-out
-    # on both coding dev sets (BENCHMARKS.md "Late interaction"); alone it loses R@10.
-    blend_weight = 0.7
-
-    def __init__(self, precision: str = "int8"):
-        from funes.embedding import OnnxEmbedder
-
-        self._embedder = OnnxEmbedder(precision=precision)
-
-    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        if not passages:
-            return np.zeros(0, dtype=np.float32)
-        vectors = self._embedder.token_vectors([query, *passages], MAXSIM_TOKENS)
-        asked = vectors[0]
-        if not len(asked):
-            return np.zeros(len(passages), dtype=np.float32)
-        return np.array([(asked @ tokens.T).max(axis=1).mean() if len(tokens) else 0.0 for tokens in vectors[1:]],
-                        dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- export
@@ -340,11 +320,13 @@ def load_reranker(model: str | None = None, *, precision: str = "int8") -> Reran
     if name is None or _is_off(name):
         return RerankerLoad(None, "reranking is off (FUNES_RERANKER=none)")
     try:
+        if name.strip().lower() == WORD_PIECE_MAXSIM:
+            return RerankerLoad(WordPieceMaxSim(), None)
         if name.strip().lower() == MAXSIM:
             return RerankerLoad(MaxSimReranker(precision), None)
         folder = locate_model(name)
         return RerankerLoad(reranker_from_folder(folder, model_id=name, precision=precision), None)
-    except RerankerUnavailable as exc:
+    except (RerankerUnavailable, LateInteractionUnavailable) as exc:
         return RerankerLoad(None, str(exc))
     except Exception as exc:  # a damaged or unsupported model must not break recall
         return RerankerLoad(None, f"reranker {name} could not be loaded: {_one_line(exc)}")
