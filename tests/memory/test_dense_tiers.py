@@ -188,6 +188,7 @@ def test_a_memory_made_before_the_precision_stamp_keeps_fp32_tool_results(isolat
     assert np.abs(stored - OnnxEmbedder().embed(texts)).max() < 1e-4
 
 
+@pytest.mark.slow  # exports the model from torch into an empty cache (40 s or more)
 def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_vector(shared_cache, tmp_path,
                                                                                       monkeypatch):
     """The int8 model is derived (once per machine, in a child of ~1.1 GB) when the

@@ -196,6 +196,7 @@ def test_the_export_leaves_torch_out_of_the_process_that_embeds(tmp_path):
     assert (tmp_path / "cache" / "models" / IDENTITY.revision / "model-eager.fp32.onnx").is_file()
 
 
+@pytest.mark.slow  # exports the model from torch into an empty cache (40 s or more)
 def test_a_failed_export_is_one_line_naming_the_path(tmp_path, monkeypatch):
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the cache folder should be")
@@ -333,6 +334,7 @@ def test_unknown_precision_is_a_usage_error():
         OnnxEmbedder(precision="fp16")
 
 
+@pytest.mark.slow  # exports the model from torch into an empty cache (40 s or more)
 def test_the_int8_model_is_derived_fused_and_without_torch(onnx_embedder, shared_cache, tmp_path, monkeypatch):
     """onnxruntime's ``optimize_model`` imports torch, which stayed resident in the
     indexer (+860 MB) and then made the child that derives the model 1.1 GB instead
