@@ -624,8 +624,8 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
     return {"fusion": dataclasses.asdict(FUSION), "ranking": dataclasses.asdict(RANKING),
             "tokenizer": lexical.TOKENIZER, "bm25": lexical.BM25_PARAMS, "document": lexical.DOCUMENT,
             "passage": {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}, "measured": figures,
-            # measured by --tiers, kept as it was
-            **({"dense_tiers": kept["dense_tiers"]} if "dense_tiers" in kept else {})}
+            # measured by --tiers and by eval_rerank.py, kept as they were
+            **{key: kept[key] for key in ("dense_tiers", "rerank") if key in kept}}
 
 
 def evidence_table(evidences: dict[tuple[str, str], dict]) -> list[str]:

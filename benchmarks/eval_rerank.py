@@ -7,9 +7,11 @@ each ordering is scored by the kit (text match: R@10, MRR@10; weight 0 is the fu
 ``w·stage + (1−w)·fused`` (both min–max normalised over the candidates) is chosen
 leave-one-session-out over the three sets pooled (grouped by the gold's session).
 The stage's own time per query is reported (warm: past each set's first
-:data:`WARM_UP` questions).
+:data:`WARM_UP` questions).  With ``--write``, the stage and the weight every fold
+chose are recorded as the default in ``benchmarks/recall_choice.json`` ("rerank"),
+which ``tests/retrieval/test_recall_choice.py`` holds the code to.
 
-    nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim
+    nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from eval_recall import eval_dir  # noqa: E402
+from eval_recall import CHOICE, eval_dir  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2", "locomo": "corpus-dev"}
 WARM_UP = 5  # the first calls of a set, not timed as warm
@@ -95,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=",".join(CORPORA))
     ap.add_argument("--reranker", default="maxsim")
     ap.add_argument("--candidates", type=int, default=30)
+    ap.add_argument("--write", action="store_true",
+                    help=f"record the stage and its chosen weight as the default in {CHOICE.name}")
     args = ap.parse_args(argv)
     kit = eval_dir(args.eval_dir)
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -122,6 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"][name]["left_out"] = mean([r["at"][chosen[r["group"]]] for r in rows])
     report["weights_chosen"] = sorted(set(chosen.values()))
     print(json.dumps(report, indent=1, default=str))
+    if args.write:
+        if len(report["weights_chosen"]) != 1:
+            raise SystemExit(f"the folds chose different weights {report['weights_chosen']}: nothing recorded")
+        from funes.late_interaction import MAXSIM_TOKENS
+
+        recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
+        recorded["rerank"] = {
+            "stage": args.reranker, "blend_weight": report["weights_chosen"][0], "tokens": MAXSIM_TOKENS,
+            "candidates": args.candidates,
+            "measured": {name: {"fused": {m: round(v, 4) for m, v in s["blends"][0.0].items()},
+                                "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
+                         for name, s in report["sets"].items()}}
+        CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -38,6 +38,22 @@ def test_what_a_hit_shows_is_the_measured_passage():
     assert _recorded()["passage"] == {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}
 
 
+def test_the_default_rerank_stage_is_the_measured_one():
+    """``benchmarks/eval_rerank.py --write`` records the stage every leave-one-session-out
+    fold chose over all three dev sets, its weight, and what it scored."""
+    from funes.late_interaction import MAXSIM_TOKENS
+    from funes.reranking import DEFAULT_RERANKER, load_reranker
+
+    recorded = _recorded()["rerank"]
+    stage, reason = load_reranker(DEFAULT_RERANKER)
+    assert reason is None
+    assert (recorded["stage"], recorded["blend_weight"], recorded["tokens"]) == (
+        DEFAULT_RERANKER, stage.blend_weight, MAXSIM_TOKENS)
+    assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
+    for figures in recorded["measured"].values():  # not below the fused ranking by more than noise
+        assert figures["leave_one_out"]["MRR@10"] >= figures["fused"]["MRR@10"] - 0.01
+
+
 def test_the_record_says_what_the_default_scored_on_both_dev_sets():
     measured = _recorded()["measured"]
     assert set(measured) == {"coding", "locomo"}
