@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("traces", ("funes.traces",),
      "the trace model (Session → Turn → Block, SourceUnit) and the helpers parsers share"),
     ("text", ("funes.provenance", "funes.projects", "funes.redaction", "funes.chunking", "funes.embedding",
-              "funes.reranking"),
+              "funes.late_interaction", "funes.reranking"),
      "tool-call provenance, projects by repository, redaction, chunking, embedding and reranking models"),
     ("memory", ("funes.memory",),
      "the Lance table, BM25 segments, coverage, the writer lock, where a memory lives"),
