@@ -19,7 +19,7 @@ from typing import Any
 
 from funes.memory.tokens import tokenize
 from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
-from funes.retrieval.passage import ELLIPSIS, answer_window
+from funes.retrieval.passage import ELLIPSIS, answer_chars, answer_window
 from funes.retrieval.search import NEIGHBOR_PREVIEW, Hit, Neighbor, RecallResult
 
 SEPARATOR = "---"
@@ -79,7 +79,7 @@ def more_line(count: int) -> str:
 def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
     """The hits packed into ``budget`` tokens (characters / 4): of each, in rank
     order, its provenance, its ``→ get`` line and the window of its passage that
-    holds the query's words (retrieval/passage.py); a hit whose window shows only
+    holds the query's words (retrieval/passage.py; wider for a tool result); a hit whose window shows only
     text already shown is left out; neighbours come last, with what the budget has
     left, those already shown left out; the last line counts the hits the budget
     left out.  The first hit is always shown, its window cut to fit."""
@@ -91,7 +91,7 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
     used = 0
     left_out = 0
     for position, hit in enumerate(result.hits):
-        window = answer_window(hit.text, terms)
+        window = answer_window(hit.text, terms, answer_chars(hit.block_type))
         seen = _one_line(window.strip(ELLIPSIS))
         if any(seen in earlier for _, _, earlier in shown):
             continue

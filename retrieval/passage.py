@@ -87,6 +87,15 @@ def _window(text: str, start: int, end: int, limit: int) -> str:
 # the query's words are densest (the budget holds about six such hits in 1,000
 # tokens); chosen on both coding dev sets together (BENCHMARKS.md, "Recall output budget").
 ANSWER_CHARS = 480
+# A tool result's answer is a span of output (a log's lines, a listing), longer than
+# a sentence of text; a wider window keeps it whole (chosen leave one session out on
+# both coding dev sets, BENCHMARKS.md "Recall output budget").
+TOOL_RESULT_ANSWER_CHARS = 1000
+
+
+def answer_chars(block_type: str) -> int:
+    """How much of a hit's passage the agent format shows, by its block type."""
+    return TOOL_RESULT_ANSWER_CHARS if block_type == "tool_result" else ANSWER_CHARS
 # A cut moves to a line break (else a space) at most this far, so a window shows whole lines.
 SNAP_CHARS = 60
 ELLIPSIS = "…"

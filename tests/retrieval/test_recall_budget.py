@@ -17,9 +17,9 @@ from funes.retrieval.search import Hit, Neighbor, RecallResult
 FILLER = "\n".join(f"line {n}: the build ran the formatter over the workspace and nothing changed." for n in range(40))
 
 
-def _hit(n, text, neighbors=()):
+def _hit(n, text, neighbors=(), block_type="text"):
     return Hit(id=f"c{n}", text=text, harness="claude_code", session_id=f"session-{n:04d}-aaaa", turn_uuid=f"turn-{n}",
-               parent_uuid=None, seq=n, ts="2026-01-02T03:04:05.000Z", role="assistant", block_type="text",
+               parent_uuid=None, seq=n, ts="2026-01-02T03:04:05.000Z", role="assistant", block_type=block_type,
                tool_name=None, block_idx=0, split_idx=0, workdir="-work-project", cwd=None, repo=None, branch=None,
                source_path=None, score=1.0 - n / 100, neighbors=list(neighbors))
 
@@ -43,6 +43,18 @@ def test_the_window_holds_what_matched_the_query_not_the_whole_block():
     assert len(_quoted_text(output)) < len(block) // 4
     assert _quoted_text(output).startswith("…") and _quoted_text(output).endswith("…")
     assert answer_window("short text", frozenset({"text"})) == "short text"
+
+
+def test_a_tool_results_window_keeps_a_span_of_output_that_text_would_cut():
+    """A log's answer runs over several lines past the matched one: a tool result
+    shows about twice the window a text does, so the span stays whole."""
+    span = "\n".join(["ERROR migration 0042 failed on the orders table"]
+                     + [f"  at step {n}: index orders_created_idx already exists (attempt {n})" for n in range(8)])
+    block = FILLER + "\n" + span + "\n" + FILLER
+    as_output = _quoted_text(format_recall(_result([_hit(1, block, block_type="tool_result")])))
+    as_text = _quoted_text(format_recall(_result([_hit(1, block)])))
+    assert span in as_output
+    assert span not in as_text and len(as_text) < len(as_output) <= 1100
 
 
 @pytest.mark.parametrize("budget", [200, 500, DEFAULT_BUDGET, 3000])
