@@ -30,7 +30,8 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"],
-        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--write"]]),
+        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--write"],
+        ["eval_windows.py", "--eval-dir", str(KIT)]]),
     "latency": ("Recall latency", [["recall_latency.py"]]),
     "rerank": ("Recall latency (its rerank column's model; prints only)", [["rerank_latency.py"]]),
     "day-zero": ("Day zero; then Recall latency during a first index, Cold recall on the day-zero memory", [
