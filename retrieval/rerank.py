@@ -1,11 +1,14 @@
-"""The optional cross-encoder stage, loaded once per process.
+"""The rerank stage, loaded once per process.
 
-When no cross-encoder can be loaded (none ships on PyPI; the Hub may be out of
-reach), recall keeps the fused ranking and says why, in `status` and `--json`."""
+By default late interaction over the shipped model's word pieces; when the stage
+named cannot be loaded (a cross-encoder not in the cache with the Hub out of
+reach, damaged weights), recall keeps the fused ranking and says why, in `status`
+and `--json`."""
 
 from __future__ import annotations
 
 import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 
@@ -15,6 +18,16 @@ def shared_reranker() -> tuple[Any, str | None]:
     from funes.reranking import load_reranker
 
     return load_reranker()
+
+
+def loading_reranker() -> Future[tuple[Any, str | None]]:
+    """:func:`shared_reranker`, loading in a thread: a cold recall reads the
+    stage's tokenizer while it opens the memory and runs its BM25 pass."""
+    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-reranker")
+    try:
+        return loader.submit(shared_reranker)
+    finally:
+        loader.shutdown(wait=False)
 
 
 def reranker_status() -> dict[str, Any]:

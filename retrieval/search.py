@@ -123,13 +123,33 @@ def _age_days(ts: str, now: datetime) -> float | None:
 class Recaller:
     def __init__(self, memory: Memory, *, embedder: Any = None, reranker: Any = None,
                  reranker_note: str | None = None, fusion: Fusion = DEFAULT, ranking: Ranking = DEFAULT_RANKING):
-        """``embedder`` may be a :class:`~concurrent.futures.Future` of one (still loading)."""
+        """``embedder`` may be a :class:`~concurrent.futures.Future` of one (still loading),
+        ``reranker`` a Future of ``(reranker, note)`` (:func:`loading_reranker`)."""
         self.memory = memory
         self._embedder = embedder
-        self.reranker = reranker
-        self.reranker_note = reranker_note
+        self._reranker = reranker
+        self._reranker_note = reranker_note
         self.fusion = fusion
         self.ranking = ranking
+
+    def _loaded_reranker(self) -> None:
+        if isinstance(self._reranker, Future):
+            self._reranker, self._reranker_note = self._reranker.result()
+
+    @property
+    def reranker(self) -> Any:
+        """The rerank stage once loaded, or None (:attr:`reranker_note` says why)."""
+        self._loaded_reranker()
+        return self._reranker
+
+    @reranker.setter
+    def reranker(self, stage: Any) -> None:
+        self._reranker, self._reranker_note = stage, None
+
+    @property
+    def reranker_note(self) -> str | None:
+        self._loaded_reranker()
+        return self._reranker_note
 
     @property
     def embedder(self) -> Any:
@@ -174,12 +194,11 @@ class Recaller:
             embedder = None
         elif embedder is None and not memory.known_without_vectors():
             embedder = loading_query_embedder()
-        reranker, note = (None, "disabled for this call")
-        if rerank:
-            from funes.retrieval.rerank import shared_reranker
+        if not rerank:
+            return cls(memory, embedder=embedder, reranker_note="disabled for this call", fusion=fusion)
+        from funes.retrieval.rerank import loading_reranker
 
-            reranker, note = shared_reranker()
-        return cls(memory, embedder=embedder, reranker=reranker, reranker_note=note, fusion=fusion)
+        return cls(memory, embedder=embedder, reranker=loading_reranker(), fusion=fusion)
 
     # ------------------------------------------------------------------ the pipeline
     def recall(self, query: str, *, k: int = DEFAULT_K, candidates: int = 30, neighbors: int = 1,
