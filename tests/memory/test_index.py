@@ -408,6 +408,7 @@ def test_a_disk_that_refuses_the_bm25_segment_is_a_clear_error_and_loses_nothing
     assert (report["chunks"], report["embedded"], report["lexical_segments"]) == (60, 60, 1)
 
 
+@pytest.mark.slow  # two CLI runs under a file-size limit (15 s)
 def test_a_disk_that_refuses_the_coverage_database_is_a_clear_error(isolated_env):
     from hub_helpers import write_claude_session
 
