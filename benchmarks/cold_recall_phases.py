@@ -56,9 +56,9 @@ def main(query: str) -> None:
     timed(Memory, "vector_search", "vector search (Lance)")
     timed(Memory, "rows", "ranking columns of the fused pool (Lance)")
     timed(Memory, "rows_at", "whole rows of the finalists, by row id (Lance)")
-    timed(Memory, "block_splits", "block splits (Lance)")
-    timed(Memory, "block_pieces", "passages (Lance)")
-    timed(Memory, "spans_rows", "neighbours (Lance)")
+    timed(Memory, "block_chunks", "block splits (Lance)")
+    timed(Memory, "block_pieces", "passages (Lance take)")
+    timed(Memory, "turn_rows", "neighbours (Lance)")
     embedder = search.Recaller.embedder
 
     def waited(recaller):

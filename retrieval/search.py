@@ -33,7 +33,7 @@ from funes.retrieval.fusion import DEFAULT, Fusion
 from funes.retrieval.passage import passage
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
 from funes.retrieval.ranking import RANKING_COLUMNS
-from funes.retrieval.ranking import Ranking
+from funes.retrieval.ranking import Ranking, block_key
 
 # How many each retriever contributes to fusion.
 POOL = 100
@@ -232,7 +232,10 @@ class Recaller:
         pool_rows = self.memory.rows([chunk for chunk, _ in (*lexical, *dense)], RANKING_COLUMNS, row_ids=True,
                                      computed=flags)
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})
-        splits = self.memory.block_splits(pool_rows.values()) if self.ranking.split_exponent else None
+        # Row ids of the pool's split blocks' chunks: their count weighs a block in the
+        # ranking, and the finalists' passages are read by them (no second scan).
+        block_chunks = self.memory.block_chunks(pool_rows.values())
+        splits = {block: len(chunks) for block, chunks in block_chunks.items()} if self.ranking.split_exponent else None
         fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
         rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
@@ -291,7 +294,7 @@ class Recaller:
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
-        self._show_passages(hits, rows)
+        self._show_passages(hits, rows, block_chunks)
         if neighbors:
             self._attach_neighbors(hits, neighbors)
         return RecallResult(
@@ -301,32 +304,28 @@ class Recaller:
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]]) -> None:
+    def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
+                       block_chunks: dict[tuple[str, str, int], list[int]]) -> None:
         """Each hit's text becomes the passage of its block around it (retrieval/passage.py)."""
-        pieces = self.memory.block_pieces([rows[hit.id] for hit in hits])
+        blocks = {block_key(rows[hit.id]) for hit in hits}
+        pieces = self.memory.block_pieces({block: block_chunks[block] for block in blocks if block in block_chunks})
         for hit in hits:
             row = rows[hit.id]
             chunk = (int(row["char_start"] or 0), row["text"] or "")
-            hit.text = passage(pieces.get((hit.session_id, hit.turn_uuid, hit.block_idx), [chunk]), chunk,
-                               hit.block_type)
+            hit.text = passage(pieces.get(block_key(row), [chunk]), chunk, hit.block_type)
 
     def _attach_neighbors(self, hits: list[Hit], span: int) -> None:
-        by_session: dict[str, list[Hit]] = {}
+        seqs: dict[str, set[int]] = {}
         for hit in hits:
-            by_session.setdefault(hit.session_id, []).append(hit)
-        spans = {session_id: (min(h.seq for h in session_hits) - span, max(h.seq for h in session_hits) + span)
-                 for session_id, session_hits in by_session.items()}
-        rows_of = self.memory.spans_rows(spans, ("id", "seq", "role", "block_type", "turn_uuid", "text",
-                                                 "split_idx", "block_idx"))
-        for session_id, session_hits in by_session.items():
-            rows = rows_of[session_id]
-            for hit in session_hits:
-                hit.neighbors = [
-                    Neighbor(seq=int(r["seq"]), role=r["role"] or "", block_type=r["block_type"] or "",
-                             turn_uuid=r["turn_uuid"], text=r["text"][:NEIGHBOR_PREVIEW])
-                    for r in rows
-                    if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span and r["split_idx"] == 0
-                ]
+            seqs.setdefault(hit.session_id, set()).update(range(hit.seq - span, hit.seq + span + 1))
+        rows_of = self.memory.turn_rows(seqs, ("id", "seq", "role", "block_type", "turn_uuid", "text", "block_idx"))
+        for hit in hits:
+            hit.neighbors = [
+                Neighbor(seq=int(r["seq"]), role=r["role"] or "", block_type=r["block_type"] or "",
+                         turn_uuid=r["turn_uuid"], text=r["text"][:NEIGHBOR_PREVIEW])
+                for r in rows_of[hit.session_id]
+                if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span
+            ]
 
 
 def _neg_ts(ts: str) -> str:

@@ -24,7 +24,7 @@ from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, documents_from_ro
 from funes.memory.lexical import LexicalIndex
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, decode_metadata, missing_fields
-from funes.memory.sql import quote, spans_sql, sql_in
+from funes.memory.sql import quote, spans_sql, sql_in, turns_sql
 from funes.memory.stats import MemoryStats, load_stats, save_stats, table_state
 
 _T = TypeVar("_T")
@@ -151,7 +151,7 @@ class Memory:
         self._checked_deep = False
         self._lexical: LexicalIndex | None = None
         self._absent: dict[str, pa.Field] | None = None  # columns of our schema the table lacks
-        self._vector_indexed: bool | None = None
+        self._vector_index: str | None = None  # "" when the table has none
         self._saved: MemoryStats | None | bool = False  # False: not looked up yet
 
     @classmethod
@@ -328,60 +328,65 @@ class Memory:
         """What the BM25 index holds for each chunk id (its text with its context)."""
         return lexical_documents(self.scan, ids, self.count())
 
-    def block_splits(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], int]:
-        """How many chunks each block of ``rows`` was split into, keyed by
-        (session_id, turn_uuid, block_idx).  Only blocks that can have more than one
-        chunk are looked up: a first chunk shorter than half a split is its whole
-        block (a split is cut in the second half of its window)."""
-        counts: dict[tuple[str, str, int], int] = {}
-        for row in self._split_blocks(rows, ["session_id", "turn_uuid", "block_idx"]):
-            key = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
-            counts[key] = counts.get(key, 0) + 1
-        return counts
+    def block_chunks(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[int]]:
+        """The row ids (this memory's version: for :meth:`block_pieces`), in split
+        order, of the chunks of each block of ``rows`` that can have more than one,
+        keyed by (session_id, turn_uuid, block_idx); a block not in the result is
+        its one chunk.  Only blocks that can have more than one chunk are looked up:
+        a first chunk shorter than half a split is its whole block (a split is cut
+        in the second half of its window).
+
+        Read as three IN lists (sessions, turns, block indexes), whose superset is
+        cut to the exact blocks here: one OR'd condition per block costs a table
+        without scalar indexes (a first index) twice the CPU.  Cut in Python, not by
+        an Arrow mask: ``pa.array`` imports numpy.ma, 0.05–0.1 s of a cold recall."""
+        blocks = {(row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0)) for row in rows
+                  if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2}
+        if not blocks:
+            return {}
+        where = " AND ".join((sql_in("session_id", sorted({sid for sid, _, _ in blocks})),
+                              sql_in("turn_uuid", sorted({turn for _, turn, _ in blocks})),
+                              f"block_idx IN ({', '.join(str(b) for b in sorted({b for _, _, b in blocks}))})"))
+        table = self.scan(["session_id", "turn_uuid", "block_idx", "split_idx"], where, row_ids=True)
+        found: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+        for session, turn, block, split, row_id in zip(*(table[c].to_pylist() for c in table.column_names),
+                                                       strict=True):
+            key = (session, turn, int(block or 0))
+            if key in blocks:
+                found.setdefault(key, []).append((int(split or 0), int(row_id)))
+        return {key: [row_id for _, row_id in sorted(chunks)] for key, chunks in found.items()}
 
     def resolve_session(self, given: str) -> str:
         """See :func:`resolve_session`."""
         return resolve_session(self.scan, given)
 
-    def block_pieces(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[tuple[int, str]]]:
-        """The ``(char_start, text)`` chunks, in split order, of each block of
-        ``rows`` that can have more than one (keyed as :meth:`block_splits`); a
-        block not in the result is its one chunk."""
-        rows = list(rows)
-        wanted = {(r["session_id"], r["turn_uuid"], int(r["block_idx"] or 0)) for r in rows}
+    def block_pieces(self, chunks: Mapping[tuple[str, str, int], Sequence[int]]) -> dict[tuple[str, str, int],
+                                                                                        list[tuple[int, str]]]:
+        """The ``(char_start, text)`` of each block's chunks, in split order, given
+        their row ids (:meth:`block_chunks`): a take by row id, no scan."""
+        wanted = [row_id for row_ids in chunks.values() for row_id in row_ids]
+        if not wanted:
+            return {}
+        columns = ["session_id", "turn_uuid", "block_idx", "split_idx", "char_start", "text"]
+        table = self._with_absent(columns, lambda present: self.dataset._take_rows(wanted, columns=present))
         pieces: dict[tuple[str, str, int], list[tuple[int, int, str]]] = {}
-        for row in self._split_blocks(rows, ["session_id", "turn_uuid", "block_idx", "split_idx", "char_start", "text"]):
+        for row in table.to_pylist():
             key = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
-            if key in wanted:
-                pieces.setdefault(key, []).append((int(row["split_idx"] or 0), int(row["char_start"] or 0),
-                                                   row["text"] or ""))
+            pieces.setdefault(key, []).append((int(row["split_idx"] or 0), int(row["char_start"] or 0),
+                                               row["text"] or ""))
         return {key: [(start, text) for _, start, text in sorted(found)] for key, found in pieces.items()}
 
-    def _split_blocks(self, rows: Iterable[Mapping[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
-        """``columns`` of every chunk of the turns of ``rows`` whose block may be split.
-
-        Asked as two IN lists (sessions, turns), whose superset is cut to the exact
-        (session, turn) pairs here: one OR'd condition per session costs a table
-        without scalar indexes (a first index) twice the CPU.  Cut in Python, not by
-        an Arrow mask: ``pa.array`` imports numpy.ma, 0.05–0.1 s of a cold recall."""
-        turns = {(row["session_id"], row["turn_uuid"]) for row in rows
-                 if row["split_idx"] or len(row["text"] or "") >= SPLIT_SIZE // 2}
-        if not turns:
-            return []
-        where = (f"{sql_in('session_id', sorted({sid for sid, _ in turns}))}"
-                 f" AND {sql_in('turn_uuid', sorted({turn for _, turn in turns}))}")
-        return [row for row in self.scan(columns, where).to_pylist() if (row["session_id"], row["turn_uuid"]) in turns]
-
-    def spans_rows(self, spans: Mapping[str, tuple[int, int]], columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """The rows of each session ``{session_id: (seq_min, seq_max)}`` names, in
-        session order (as :meth:`session_rows`), read in one scan (:func:`spans_sql`)."""
-        if not spans:
+    def turn_rows(self, seqs: Mapping[str, Iterable[int]], columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The first chunk of every block of the turns at ``seqs`` (``{session_id:
+        seqs}``), each session's in session order, read in one scan (:func:`turns_sql`)."""
+        if not seqs:
             return {}
-        out: dict[str, list[dict[str, Any]]] = {sid: [] for sid in spans}
-        for row in self.scan(list(dict.fromkeys(["session_id", *columns])), spans_sql(spans)).to_pylist():
+        out: dict[str, list[dict[str, Any]]] = {sid: [] for sid in seqs}
+        where = turns_sql({sid: list(wanted) for sid, wanted in seqs.items()})
+        for row in self.scan(list(dict.fromkeys(["session_id", *columns])), where).to_pylist():
             out[row["session_id"]].append(row)
         for rows in out.values():
-            rows.sort(key=lambda r: (r["seq"], r["block_idx"], r["split_idx"]))
+            rows.sort(key=lambda r: (r["seq"], r["block_idx"]))
         return out
 
     def session_rows(self, session_id: str, seq_min: int | None = None, seq_max: int | None = None,
@@ -442,8 +447,9 @@ class Memory:
         # An Arrow array, not the ndarray: Lance converts an ndarray with pyarrow's
         # from_pandas, which imports numpy.ma (0.05–0.1 s of a cold recall).
         as_arrow = pa.Array.from_buffers(pa.float32(), len(query), [None, pa.py_buffer(query)])
-        nearest = {"column": "vector", "q": as_arrow, "k": k, "metric": "cosine",
-                   "nprobes": NPROBES, "refine_factor": REFINE_FACTOR}
+        nearest = {"column": "vector", "q": as_arrow, "k": k, "metric": "cosine", "nprobes": NPROBES}
+        if self._vector_index_type() == "IVF_PQ":  # an IVF_FLAT's distances are exact already
+            nearest["refine_factor"] = REFINE_FACTOR
 
         def search() -> list[tuple[str, float]]:
             if self._intact is not None:  # Lance searches no subset of fragments: exact search here
@@ -460,9 +466,14 @@ class Memory:
         return self._read(search)
 
     def _has_vector_index(self) -> bool:
-        if self._vector_indexed is None:
-            self._vector_indexed = any("vector" in index.field_names for index in self.dataset.describe_indices())
-        return self._vector_indexed
+        return self._vector_index_type() is not None
+
+    def _vector_index_type(self) -> str | None:
+        """The kind of the table's vector index (``IVF_PQ``, ``IVF_FLAT``), or None."""
+        if self._vector_index is None:
+            self._vector_index = next((index.index_type for index in self.dataset.describe_indices()
+                                       if "vector" in index.field_names), "")
+        return self._vector_index or None
 
     def _exact_search(self, vector: np.ndarray, k: int, where: str | None) -> list[tuple[str, float]]:
         embedded = "vector IS NOT NULL" + (f" AND ({where})" if where else "")

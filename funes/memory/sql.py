@@ -27,3 +27,13 @@ def spans_sql(spans: Mapping[str, tuple[int, int]]) -> str:
     ranges = " OR ".join(f"(session_id = {quote(sid)} AND seq >= {int(low)} AND seq <= {int(high)})"
                          for sid, (low, high) in spans.items())
     return f"{sql_in('session_id', list(spans))} AND ({ranges})"
+
+
+def turns_sql(seqs: Mapping[str, Sequence[int]]) -> str:
+    """The first chunk of every block of the turns each session ``{session_id: seqs}``
+    names: the ``IN`` list on ``session_id`` first (answered from its BTREE), then
+    each session's own seqs, so sessions whose hits lie far apart read no turn
+    between them."""
+    turns = " OR ".join(f"(session_id = {quote(sid)} AND seq IN ({', '.join(str(int(s)) for s in sorted(set(wanted)))}))"
+                        for sid, wanted in seqs.items())
+    return f"{sql_in('session_id', list(seqs))} AND split_idx = 0 AND ({turns})"

@@ -239,8 +239,8 @@ def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, s
 
     def reads() -> tuple:
         memory = Memory.open(local_memory())
-        spans = memory.spans_rows({"s-one": (3, 5), "s-it's": (0, 1), "s-none": (0, 9)},
-                                   ["seq", "block_idx", "split_idx", "text"])
+        spans = memory.turn_rows({"s-one": (3, 4, 5), "s-it's": (0, 1), "s-none": range(10)},
+                                 ["seq", "block_idx", "split_idx", "text"])
         return ({sid: [(r["seq"], r["text"]) for r in rows] for sid, rows in spans.items()},
                 [r["seq"] for r in memory.session_rows("s-it's", 70, 90)],
                 sorted(memory.rows([c.id for c in first[::7]], ("id", "seq"))))
