@@ -36,6 +36,12 @@ IDENTITY_KEYS = ("model_id", "revision", "dim")
 # exact search's).
 NPROBES = 20
 REFINE_FACTOR = 5
+# A memory whose vectors have no index yet (under funes.memory.upkeep's
+# EXACT_INDEX_MIN_ROWS, or grown by hooks) is searched flat.  Up to this many embedded
+# rows a reader keeps them in memory (1.5 KB a row) and compares the query with numpy:
+# about 1 ms a search where Lance's flat search reads the vector column again each time
+# (about 20 ms at 3k rows).
+FLAT_CACHE_ROWS = 8192
 # How far ahead a count of the whole table reads (Lance's default reads 16 batches of
 # several fragments at once): reading one batch ahead halves a count's peak memory
 # at a million rows for about the same time (it is counted once per state of the
@@ -152,6 +158,7 @@ class Memory:
         self._lexical: LexicalIndex | None = None
         self._absent: dict[str, pa.Field] | None = None  # columns of our schema the table lacks
         self._vector_index: str | None = None  # "" when the table has none
+        self._flat: tuple[list[str], np.ndarray] | None | bool = False  # False: not read yet; None: too many
         self._saved: MemoryStats | None | bool = False  # False: not looked up yet
 
     @classmethod
@@ -453,9 +460,12 @@ class Memory:
 
         def search() -> list[tuple[str, float]]:
             if self._intact is not None:  # Lance searches no subset of fragments: exact search here
-                return self._exact_search(vector, k, where)
+                ids, matrix = self._embedded_rows(where)
+                return _nearest(ids, _unit_rows(matrix), query, k)
             condition = where
             if not self._has_vector_index():
+                if where is None and (flat := self._flat_vectors()) is not None:
+                    return _nearest(*flat, query, k)
                 # A flat search (a first index, vectors still filling in): only rows with a
                 # vector are compared, and a table with none answers nothing.
                 condition = "vector IS NOT NULL" + (f" AND ({where})" if where else "")
@@ -475,19 +485,21 @@ class Memory:
                                        if "vector" in index.field_names), "")
         return self._vector_index or None
 
-    def _exact_search(self, vector: np.ndarray, k: int, where: str | None) -> list[tuple[str, float]]:
+    def _flat_vectors(self) -> tuple[list[str], np.ndarray] | None:
+        """Every embedded row's id and unit vector, read once for this version; None
+        when there are more than :data:`FLAT_CACHE_ROWS`."""
+        if self._flat is False:
+            ids, matrix = self._embedded_rows(None, limit=FLAT_CACHE_ROWS + 1)
+            self._flat = (ids, _unit_rows(matrix)) if len(ids) <= FLAT_CACHE_ROWS else None
+        return self._flat or None
+
+    def _embedded_rows(self, where: str | None, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+        """The id and vector of each row ``where`` keeps that has a vector."""
         embedded = "vector IS NOT NULL" + (f" AND ({where})" if where else "")
-        table = self._scanner(columns=["id", "vector"], filter=embedded).to_table()
-        if table.num_rows == 0:
-            return []
+        table = self._scanner(columns=["id", "vector"], filter=embedded, limit=limit).to_table()
         dim = table.schema.field("vector").type.list_size
         matrix = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-        query = vector.astype(np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-        distances = 1.0 - (matrix @ query) / np.maximum(norms, 1e-12)
-        order = np.argsort(distances, kind="stable")[:k]
-        ids = table.column("id").to_pylist()
-        return [(ids[i], float(distances[i])) for i in order]
+        return table.column("id").to_pylist(), matrix
 
     def stats(self) -> MemoryStats:
         """What the memory holds, counted: read back when the table's rows are as they
@@ -586,3 +598,18 @@ def remote_failure(location: MemoryLocation, error: BaseException) -> str:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _nearest(ids: list[str], unit: np.ndarray, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """``(id, cosine distance)`` of the ``k`` rows of ``unit`` (unit vectors, one per
+    id) nearest ``query``."""
+    if not ids:
+        return []
+    distances = 1.0 - unit @ (query / max(float(np.linalg.norm(query)), 1e-12))
+    order = np.argsort(distances, kind="stable")[:k]
+    return [(ids[i], float(distances[i])) for i in order]

@@ -40,6 +40,12 @@ def _chunks(session: str, count: int, start: int = 0) -> list:
             for turn in range(start, start + count)]
 
 
+def _exact(ids: list[str], vectors: np.ndarray, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The ``k`` nearest rows by cosine distance, every vector compared."""
+    distances = 1.0 - (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)) @ (query / np.linalg.norm(query))
+    return [(ids[i], float(distances[i])) for i in np.argsort(distances, kind="stable")[:k]]
+
+
 def _vector_index_type(memory_dir) -> str | None:
     for index in lance.dataset(str(memory_dir / "chunks.lance")).describe_indices():
         if list(index.field_names) == ["vector"]:
@@ -50,6 +56,38 @@ def _vector_index_type(memory_dir) -> str | None:
 def _embedded(memory) -> tuple[list[str], np.ndarray]:
     table = memory.scan(["id", "vector"], "vector IS NOT NULL")
     return table.column("id").to_pylist(), np.stack(table.column("vector").to_numpy(zero_copy_only=False))
+
+
+def test_a_memory_without_a_vector_index_is_searched_exactly_from_vectors_read_once(isolated_env, monkeypatch):
+    """Under the vector index's threshold a reader compares the query with every
+    vector, kept in memory after the first search (up to FLAT_CACHE_ROWS; past it
+    Lance's flat search each time): the same hits and distances either way, rows
+    without a vector never among them, a filter still applied."""
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory import reader
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(_chunks("s-flat", 300))
+        embed_backlog(writer, HashEmbedder(), limit=200)
+        writer.add_chunks(_chunks("s-other", 40), HashEmbedder().embed([c.text for c in _chunks("s-other", 40)]))
+    assert _vector_index_type(isolated_env / ".funes" / "memory") is None
+    queries = np.random.default_rng(3).normal(size=(6, 384)).astype(np.float32)
+    kept = Memory.open(local_memory())
+    ids, vectors = _embedded(kept)
+    assert len(ids) == 240
+    kept.vector_search(queries[0], 1)  # reads the 240 vectors and keeps them
+    monkeypatch.setattr(reader, "FLAT_CACHE_ROWS", 100)
+    read_each_time = Memory.open(local_memory())
+    for query in queries:
+        exact = _exact(ids, vectors, query, 10)
+        for found in (read_each_time.vector_search(query, 10), kept.vector_search(query, 10)):
+            assert [i for i, _ in found] == [i for i, _ in exact]
+            assert np.allclose([d for _, d in found], [d for _, d in exact], atol=1e-5)
+    assert isinstance(kept._flat, tuple) and read_each_time._flat is None
+    other = {c.id for c in _chunks("s-other", 40)}
+    assert {i for i, _ in kept.vector_search(queries[0], 10, "session_id = 's-other'")} <= other
 
 
 def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isolated_env, small_thresholds):
@@ -75,7 +113,7 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     rng = np.random.default_rng(1)
     for query in rng.normal(size=(10, 384)).astype(np.float32):
         indexed = memory.vector_search(query, 10)
-        exact = memory._exact_search(query, 10, None)
+        exact = _exact(ids, vectors, query, 10)
         assert [i for i, _ in indexed] == [i for i, _ in exact]
         assert np.allclose([d for _, d in indexed], [d for _, d in exact], atol=1e-5)
 
