@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import funes.discovery as discovery
-import funes.traces as traces
 from agent_helpers import funes, snapshot, write
 from funes.agents import agent_named, all_agents, canonical_harness, find_agent
 from funes.agents.registry import is_builtin

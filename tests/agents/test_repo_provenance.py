@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import funes.discovery as discovery
-import funes.traces as traces
 from funes.traces.common import checkout_identity, repo_from_remote_url
 from agent_helpers import funes
 from trace_helpers import REAL, build_hermes_db, copy_fixture

@@ -15,7 +15,6 @@ from hub_helpers import (
     funes,
     head_text,
     index_into_local_memory,
-    readable_text,
     remote_ids,
     write_claude_session,
 )

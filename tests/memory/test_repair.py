@@ -153,7 +153,7 @@ def test_lost_manifests_fall_back_to_the_last_intact_version_and_reindex(memory_
     assert refused.stderr.endswith(REPAIR) and refused.stderr.count("\n") == 1
 
     lines = repair()
-    assert f"re-indexed 1 session(s) from their transcripts: 3 chunk(s) restored, 3 embedded" in lines
+    assert "re-indexed 1 session(s) from their transcripts: 3 chunk(s) restored, 3 embedded" in lines
     assert lines[-1] == "nothing was lost: every chunk is back"
     assert stored_ids(memory_home) == before
     report = status()

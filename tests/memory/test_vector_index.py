@@ -91,7 +91,7 @@ def test_a_memory_without_a_vector_index_is_searched_exactly_from_vectors_read_o
 
 
 def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isolated_env, small_thresholds):
-    from funes.indexing import embed_backlog, index_units, open_writer
+    from funes.indexing import embed_backlog, open_writer
     from funes.memory.location import local_memory
     from funes.memory.reader import Memory
 
