@@ -108,7 +108,8 @@ unchanged (MiniLM on the chunk, tool chunks prefixed with the tool name), so no
 memory is re-embedded.  *Ranking stage* (`retrieval/ranking.py`), after the
 unchanged convex fusion (0.6 BM25/best + 0.4 cosine): tool calls and results
 weigh 0.8, a text that ends in a question 0.7, a block split into n chunks
-n^-0.1, each candidate gains 0.3 × the best score of its session, and one hit
+n^-0.1 (since dropped: BENCHMARKS.md, "Ranking and fusion"), each candidate
+gains 0.3 × the best score of its session, and one hit
 stands for each block (identical texts in a session once).  *What a hit shows*
 (`retrieval/passage.py`, new in round 2): its whole block when the block is at
 most 1,200 characters, else the 1,200 characters of it centred on the chunk
@@ -452,7 +453,9 @@ def _ablation_settings():
         ("+ tool calls and results x0.8", "product", FUSION, Ranking(0.8, 1.0, 0.0, 0.0), "chunk"),
         ("+ blocks of n chunks x n^-0.1", "product", FUSION, Ranking(0.8, 1.0, 0.1, 0.0), "chunk"),
         ("+ texts that end in a question x0.7", "product", FUSION, Ranking(0.8, 0.7, 0.1, 0.0), "chunk"),
-        ("+ 0.3 x the session's best (the ranking of round 1)", "product", FUSION, RANKING, "chunk"),
+        ("+ 0.3 x the session's best (the ranking of round 1)", "product", FUSION, Ranking(0.8, 0.7, 0.1, 0.3),
+         "chunk"),
+        ("- the long-block weight (every set, leave one session out)", "product", FUSION, RANKING, "chunk"),
         ("+ a hit shows its block around the chunk (≤ 1,200 characters), a tool call as its arguments (shipped)",
          "product", FUSION, RANKING, "passage"),
         ("shipped, dense weight 0.3", "product", Fusion("convex", 0.7, 0.3), RANKING, "passage"),

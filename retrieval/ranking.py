@@ -13,9 +13,11 @@ read from its row, and then makes ten hits show ten different places:
   question shares the words of a later question about the same thing but rarely
   holds its answer, which is usually the turn after it (LoCoMo's "How long have
   you been creating art?" before "Since I was 17");
-* **a long block** (one split into ``n`` chunks) weighs ``n ** -split_exponent``:
-  a file read or a long log offers a match in each of its chunks, so its best
-  chunk scores high by chance more often than a short turn;
+* **a long block** (one split into ``n`` chunks) may weigh ``n ** -split_exponent``
+  (a file read or a long log offers a match in each of its chunks, so its best
+  chunk scores high by chance more often than a short turn); off by default:
+  left out by session over every dev set, 12 of 13 coding folds chose no such
+  weight, and much of what coding questions ask sits in long tool output;
 * **the session** adds ``session_weight`` × the best adjusted score among the
   candidates of the chunk's session: what a question asks about usually happened
   in one session, and a session that matches in several places is likelier to
@@ -45,7 +47,7 @@ TOOL_BLOCKS = ("tool_use", "tool_result")
 class Ranking:
     tool_weight: float = 0.8
     question_weight: float = 0.7
-    split_exponent: float = 0.1
+    split_exponent: float = 0.0
     session_weight: float = 0.3
 
     def rank(self, fused: Sequence[tuple[str, float]], rows: Mapping[str, Mapping[str, Any]],

@@ -232,10 +232,11 @@ class Recaller:
         pool_rows = self.memory.rows([chunk for chunk, _ in (*lexical, *dense)], RANKING_COLUMNS, row_ids=True,
                                      computed=flags)
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})
-        # Row ids of the pool's split blocks' chunks: their count weighs a block in the
-        # ranking, and the finalists' passages are read by them (no second scan).
-        block_chunks = self.memory.block_chunks(pool_rows.values())
-        splits = {block: len(chunks) for block, chunks in block_chunks.items()} if self.ranking.split_exponent else None
+        # A ranking that weighs a block by its chunks reads the pool's split blocks,
+        # whose row ids then give the finalists' passages (no second scan); without
+        # it only the finalists' blocks are read, once they are known.
+        block_chunks = self.memory.block_chunks(pool_rows.values()) if self.ranking.split_exponent else None
+        splits = {block: len(chunks) for block, chunks in block_chunks.items()} if block_chunks is not None else None
         fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
         rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
@@ -305,8 +306,10 @@ class Recaller:
         )
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
-                       block_chunks: dict[tuple[str, str, int], list[int]]) -> None:
+                       block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:
         """Each hit's text becomes the passage of its block around it (retrieval/passage.py)."""
+        if block_chunks is None:
+            block_chunks = self.memory.block_chunks(rows[hit.id] for hit in hits)
         blocks = {block_key(rows[hit.id]) for hit in hits}
         pieces = self.memory.block_pieces({block: block_chunks[block] for block in blocks if block in block_chunks})
         for hit in hits:

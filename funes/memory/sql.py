@@ -34,6 +34,6 @@ def turns_sql(seqs: Mapping[str, Sequence[int]]) -> str:
     names: the ``IN`` list on ``session_id`` first (answered from its BTREE), then
     each session's own seqs, so sessions whose hits lie far apart read no turn
     between them."""
-    turns = " OR ".join(f"(session_id = {quote(sid)} AND seq IN ({', '.join(str(int(s)) for s in sorted(set(wanted)))}))"
-                        for sid, wanted in seqs.items())
+    turns = " OR ".join(f"(session_id = {quote(sid)} AND seq IN ({', '.join(str(int(s)) for s in sorted(set(at)))}))"
+                        for sid, at in seqs.items())
     return f"{sql_in('session_id', list(seqs))} AND split_idx = 0 AND ({turns})"
