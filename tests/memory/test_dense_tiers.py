@@ -101,11 +101,14 @@ def test_recall_finds_a_tool_call_without_a_vector_by_keyword(memory_home):
 
     import lance
 
-    table = lance.dataset(str(memory_home / ".funes" / "memory" / "chunks.lance")).to_table(
-        columns=["text", "block_type", "vector"], filter="vector IS NULL AND block_type = 'tool_use'")
-    texts = table.column("text").to_pylist()
-    counts = Counter(w.lower() for text in texts for w in set(re.findall(r"[A-Za-z]{8,}", text)))
-    word = next(w for text in texts for w in re.findall(r"[A-Za-z]{8,}", text) if counts[w.lower()] == 1)
+    dataset = lance.dataset(str(memory_home / ".funes" / "memory" / "chunks.lance"))
+    texts = dataset.to_table(columns=["text"], filter="vector IS NULL AND block_type = 'tool_use'").column("text")
+    # A word of one such call that no other chunk of the memory holds: what a user
+    # recalls a tool call by (a flag, a path), whatever the ranking's weights.
+    everywhere = Counter(w.lower() for text in dataset.to_table(columns=["text"]).column("text").to_pylist()
+                         for w in set(re.findall(r"[A-Za-z]{8,}", text)))
+    word = next(w for text in texts.to_pylist() for w in re.findall(r"[A-Za-z]{8,}", text)
+                if everywhere[w.lower()] == 1)
     result = funes("recall", word, "--json", "-k", "5", "--no-rerank")
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
