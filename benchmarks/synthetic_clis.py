@@ -1,6 +1,6 @@
 """Synthetic histories in the on-disk shapes of Kimi CLI, Mistral Vibe, Auggie and OpenHands (kept
-apart from synthetic.py, which holds the other formats and the scripted sessions these
-writers render).  Each writer takes a folder and the scripted sessions and returns the
+apart from synthetic.py, which holds the other formats; scripted.py makes the sessions
+these writers render).  Each writer takes a folder and the scripted sessions and returns the
 path to discover from; the shapes follow each agent's FORMAT.md and test fixtures."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from synthetic import ScriptedSession, _jsonl, _steps
+from scripted import ScriptedSession, _jsonl, _steps
 
 _KIMI_TOOLS = {"shell": "Shell", "read": "ReadFile", "edit": "StrReplaceFile", "write": "WriteFile", "search": "Grep"}
 

@@ -1,6 +1,6 @@
 """Synthetic histories in the on-disk shapes of Continue, Kilo Code, Zed's agent panel,
 Factory Droid and OpenHands (kept apart from synthetic.py, which holds the other
-formats and the scripted sessions these writers render).  Each writer takes a
+formats; scripted.py makes the sessions these writers render).  Each writer takes a
 folder and the scripted sessions and returns the path to discover from; the
 shapes follow each agent's FORMAT.md and test fixtures."""
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import synthetic
-from synthetic import Call, ScriptedSession
+from scripted import Call, ScriptedSession, _fixture_module, _iso, _jsonl, _steps
+from synthetic_stores import write_opencode
 
 
 def write_kilo(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/kilo.db``: the Kilo CLI's store, OpenCode's tables under Kilo's name."""
-    db = synthetic.write_opencode(root, sessions)
+    db = write_opencode(root, sessions)
     return db.rename(db.with_name("kilo.db"))
 
 
@@ -40,7 +40,7 @@ def write_continue(root: Path, sessions: list[ScriptedSession]) -> Path:
         history = []
         for exchange in session.exchanges:
             history.append({"message": {"role": "user", "content": exchange.prompt}, "contextItems": []})
-            for offset, step in synthetic._steps(exchange):
+            for offset, step in _steps(exchange):
                 calls = [{"id": c.id, "type": "function", "function": {
                     "name": _CONTINUE_TOOLS[c.kind], "arguments": json.dumps(_continue_args(c))}} for c in step.calls]
                 item = {"message": {"role": "assistant", "content": step.text, **({"toolCalls": calls} if calls else {})},
@@ -87,24 +87,24 @@ def write_droid(root: Path, sessions: list[ScriptedSession]) -> Path:
                                 "sessionTitle": "New Session", "owner": "dev", "version": 2, "cwd": session.cwd}]
         for exchange in session.exchanges:
             reminder = f"<system-reminder>\nThe working directory is {session.cwd}.\n</system-reminder>\n"
-            records.append({"type": "message", "id": f"{session.id}-{len(records)}", "timestamp": synthetic._iso(
+            records.append({"type": "message", "id": f"{session.id}-{len(records)}", "timestamp": _iso(
                 exchange.started), "message": {"role": "user", "content": [
                     {"type": "text", "text": reminder + exchange.prompt}]}})
-            for offset, step in synthetic._steps(exchange):
+            for offset, step in _steps(exchange):
                 parts = [{"type": "thinking", "thinking": step.thinking, "signature": "sig"}] if step.thinking else []
                 parts.append({"type": "text", "text": step.text})
                 parts += [{"type": "tool_use", "id": c.id, "name": _DROID_TOOLS[c.kind], "input": _droid_args(c)}
                           for c in step.calls]
                 records.append({"type": "message", "id": f"{session.id}-{len(records)}", "parentId":
-                                records[-1]["id"], "timestamp": synthetic._iso(exchange.at(offset)),
+                                records[-1]["id"], "timestamp": _iso(exchange.at(offset)),
                                 "message": {"role": "assistant", "content": parts}})
                 if step.calls:
                     records.append({"type": "message", "id": f"{session.id}-{len(records)}", "parentId":
-                                    records[-1]["id"], "timestamp": synthetic._iso(exchange.at(offset + 5)),
+                                    records[-1]["id"], "timestamp": _iso(exchange.at(offset + 5)),
                                     "message": {"role": "user", "content": [
                                         {"type": "tool_result", "tool_use_id": c.id, "content": c.result,
                                          **({"is_error": True} if c.is_error else {})} for c in step.calls]}})
-        synthetic._jsonl(folder / session.cwd.replace("/", "-") / f"{session.id}.jsonl", records)
+        _jsonl(folder / session.cwd.replace("/", "-") / f"{session.id}.jsonl", records)
     return folder
 
 
@@ -118,7 +118,7 @@ def write_zed(root: Path, sessions: list[ScriptedSession]) -> Path:
 
     import zstandard
 
-    zed = synthetic._fixture_module("agents/zed/make_zed_db.py")
+    zed = _fixture_module("agents/zed/make_zed_db.py")
     db = root / "threads" / "threads.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db)
@@ -135,13 +135,13 @@ def write_zed(root: Path, sessions: list[ScriptedSession]) -> Path:
             messages: list = []
             for exchange in session.exchanges:
                 messages.append(zed.user(exchange.prompt))
-                for _, step in synthetic._steps(exchange):
+                for _, step in _steps(exchange):
                     content = [{"Thinking": {"text": step.thinking, "signature": None}}] if step.thinking else []
                     content.append({"Text": step.text})
                     content += [zed.tool_use(c.id, _ZED_TOOLS[c.kind], c.args) for c in step.calls]
                     messages.append(zed.agent(content, {c.id: zed.result(c.id, _ZED_TOOLS[c.kind], c.result,
                                                                           c.is_error) for c in step.calls}))
-            started = synthetic._iso(session.exchanges[0].started)
+            started = _iso(session.exchanges[0].started)
             thread = {"title": session.exchanges[0].prompt[:40], "messages": messages, "updated_at": started,
                       "version": "0.3.0"}
             conn.execute("INSERT INTO threads VALUES (?, ?, ?, 'zstd', ?, NULL, ?, '0', ?)",
