@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from funes.embedding import awaiting_vector_sql
 from funes.errors import positive_number
@@ -40,6 +41,7 @@ POOL = 100
 # The pool rows' flag: still owed a vector under the memory's policy.
 PENDING = "_pending"
 NEIGHBOR_PREVIEW = 160
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -131,6 +133,7 @@ class Recaller:
         self._reranker_note = reranker_note
         self.fusion = fusion
         self.ranking = ranking
+        self._helper: ThreadPoolExecutor | None = None
 
     def _loaded_reranker(self) -> None:
         if isinstance(self._reranker, Future):
@@ -216,21 +219,26 @@ class Recaller:
         allowed = None
         if where:
             allowed = self.memory.scan(["id"], where).column("id").to_numpy(zero_copy_only=False).astype("<U16")
+        # The query's embedding, the vector search and the read of its candidates run
+        # beside BM25 and the read of its own (torch and Lance release the GIL): a warm
+        # recall waits for the longer of the two, not their sum.
+        searches_dense = self.fusion.uses_dense and (allowed is None or len(allowed)) \
+            and not self.memory.known_without_vectors()
+        searching_dense = self._beside(self._dense_pool, query, pool, where) if searches_dense else None
+        # The ranking reads a few columns of the whole pool (and, when both retrievers
+        # answer and the memory may have a backlog, which BM25 candidates are still owed
+        # a vector: fusion scores those by their BM25 rank); only its finalists are read
+        # whole (by row id: no second scan).
+        asks = searches_dense and self.fusion.weighs_pending and not self.memory.known_without_backlog()
+        flags = {PENDING: awaiting_vector_sql(self.memory.dense_tiers)} if asks else None
         lexical: list[tuple[str, float]] = []
         if self.fusion.uses_lexical and (allowed is None or len(allowed)):
             lexical = self.memory.lexical().search(query, pool, allowed)
+        pool_rows = self.memory.rows([chunk for chunk, _ in lexical], RANKING_COLUMNS, row_ids=True, computed=flags)
         dense: list[tuple[str, float]] = []
-        if self.fusion.uses_dense and (allowed is None or len(allowed)) and not self.memory.known_without_vectors():
-            vector = self.embedder.embed([query])[0]
-            dense = [(chunk, 1.0 - distance) for chunk, distance in self.memory.vector_search(vector, pool, where)]
-        # The ranking reads a few columns of the whole pool (and, when both retrievers
-        # answered and the memory may have a backlog, which candidates are still owed a
-        # vector: fusion scores those by their BM25 rank); only its finalists are read
-        # whole (by row id: no second scan).
-        asks = lexical and dense and self.fusion.weighs_pending and not self.memory.known_without_backlog()
-        flags = {PENDING: awaiting_vector_sql(self.memory.dense_tiers)} if asks else None
-        pool_rows = self.memory.rows([chunk for chunk, _ in (*lexical, *dense)], RANKING_COLUMNS, row_ids=True,
-                                     computed=flags)
+        if searching_dense is not None:
+            dense, dense_rows = searching_dense.result()
+            pool_rows = {**dense_rows, **pool_rows}
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})
         # A ranking that weighs a block by its chunks reads the pool's split blocks,
         # whose row ids then give the finalists' passages (no second scan); without
@@ -295,15 +303,30 @@ class Recaller:
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
+        reading_neighbors = self._beside(self._attach_neighbors, hits, neighbors) if neighbors else None
         self._show_passages(hits, rows, block_chunks)
-        if neighbors:
-            self._attach_neighbors(hits, neighbors)
+        if reading_neighbors is not None:
+            reading_neighbors.result()
         return RecallResult(
             query=query, hits=hits, memory_label=self.memory.location.label,
             reranker=getattr(self.reranker, "model_id", None) if reranked else None,
             reranker_note=None if reranked else self.reranker_note,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _dense_pool(self, query: str, pool: int, where: str | None,
+                    ) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
+        """The ``pool`` chunks nearest the query's embedding (``(chunk id, cosine)``)
+        and their rows as the ranking reads them (none is owed a vector: each has one)."""
+        vector = self.embedder.embed([query])[0]
+        nearest = self.memory.nearest_rows(vector, pool, where, RANKING_COLUMNS)
+        return [(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest}
+
+    def _beside(self, work: Callable[..., _T], *args: Any) -> Future[_T]:
+        """``work(*args)`` on this recaller's one helper thread."""
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-recall")
+        return self._helper.submit(work, *args)
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
                        block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:

@@ -58,6 +58,18 @@ def _embedded(memory) -> tuple[list[str], np.ndarray]:
     return table.column("id").to_pylist(), np.stack(table.column("vector").to_numpy(zero_copy_only=False))
 
 
+def _assert_rows_read_with_the_search(memory, query: np.ndarray, where: str | None = None) -> None:
+    """``nearest_rows`` finds what ``vector_search`` finds, each with the columns asked
+    for and a ``_rowid`` that takes back the same row (a recall reads its dense pool so)."""
+    found = memory.nearest_rows(query, 10, where, ("session_id", "text"))
+    assert [(row["id"], distance) for row, distance in found] == memory.vector_search(query, 10, where)
+    stored = memory.rows([row["id"] for row, _ in found], ("id", "session_id", "text"))
+    assert [{k: row[k] for k in ("id", "session_id", "text")} for row, _ in found] == \
+        [stored[row["id"]] for row, _ in found]
+    taken = memory.rows_at([row["_rowid"] for row, _ in found], ("id",))
+    assert set(taken) == {row["id"] for row, _ in found}
+
+
 def test_a_memory_without_a_vector_index_is_searched_exactly_from_vectors_read_once(isolated_env, monkeypatch):
     """Under the vector index's threshold a reader compares the query with every
     vector, kept in memory after the first search (up to FLAT_CACHE_ROWS; past it
@@ -86,6 +98,9 @@ def test_a_memory_without_a_vector_index_is_searched_exactly_from_vectors_read_o
             assert [i for i, _ in found] == [i for i, _ in exact]
             assert np.allclose([d for _, d in found], [d for _, d in exact], atol=1e-5)
     assert isinstance(kept._flat, tuple) and read_each_time._flat is None
+    for memory in (kept, read_each_time):
+        _assert_rows_read_with_the_search(memory, queries[1])
+        _assert_rows_read_with_the_search(memory, queries[2], "session_id = 's-other'")
     other = {c.id for c in _chunks("s-other", 40)}
     assert {i for i, _ in kept.vector_search(queries[0], 10, "session_id = 's-other'")} <= other
 
@@ -116,6 +131,7 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
         exact = _exact(ids, vectors, query, 10)
         assert [i for i, _ in indexed] == [i for i, _ in exact]
         assert np.allclose([d for _, d in indexed], [d for _, d in exact], atol=1e-5)
+        _assert_rows_read_with_the_search(memory, query)
 
     # A turn stored with its vectors (a hook's write) and rows still without one: the
     # new vectors are found, no row without a vector is ever a hit.
@@ -139,6 +155,7 @@ def test_vectors_filled_in_get_an_exact_index_then_ivf_pq_and_stay_findable(isol
     sample = rng.choice(len(ids), 100, replace=False)
     found = sum(memory.vector_search(vectors[i], 1)[0][0] == ids[i] for i in sample)
     assert found >= 95, found
+    _assert_rows_read_with_the_search(memory, vectors[0])
 
 
 def test_a_page_folds_the_btrees_back_before_the_vector_index_is_built(isolated_env, small_thresholds,
