@@ -44,6 +44,7 @@ import numpy as np
 from funes.config import cache_dir, models_dir
 from funes.errors import FunesError, MemoryIncompatibleError, UsageError
 from funes.files import write_atomically
+from funes.threads import in_background
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -758,8 +759,4 @@ def loading_query_embedder() -> Future[Embedder]:
     """The query embedder, loading in a thread.  Its ~0.3-0.4 s (importing
     onnxruntime and tokenizers, then a session whose creation holds no GIL) run while
     a cold recall parses its arguments, opens the memory and runs its BM25 pass."""
-    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-embedder")
-    try:
-        return loader.submit(load_embedder, for_queries=True)
-    finally:
-        loader.shutdown(wait=False)
+    return in_background("embedder", load_embedder, for_queries=True)

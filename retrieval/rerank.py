@@ -8,8 +8,10 @@ and `--json`."""
 from __future__ import annotations
 
 import functools
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
+
+from funes.threads import in_background
 
 
 @functools.cache
@@ -23,11 +25,7 @@ def shared_reranker() -> tuple[Any, str | None]:
 def loading_reranker() -> Future[tuple[Any, str | None]]:
     """:func:`shared_reranker`, loading in a thread: a cold recall reads the
     stage's tokenizer while it opens the memory and runs its BM25 pass."""
-    loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-reranker")
-    try:
-        return loader.submit(shared_reranker)
-    finally:
-        loader.shutdown(wait=False)
+    return in_background("reranker", shared_reranker)
 
 
 def reranker_status() -> dict[str, Any]:
