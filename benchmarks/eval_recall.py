@@ -338,6 +338,14 @@ def shown_hits(output: str) -> list[tuple[str, str]]:
     return [(sid, text.strip("\n").strip("…")) for sid, text in shown]
 
 
+def gold_shown(sc, gold: list[dict], output: str) -> bool:
+    """Whether a gold turn's text (the kit's text match, ``sc`` its score module) is
+    in a hit's window or a neighbour line of an agent-format ``output``."""
+    wanted = [(g["session_id"], sc.normalise_text(g["text"])) for g in gold]
+    return any(sid == gsid and sc.texts_overlap(sc.normalise_text(shown), gtext)
+               for sid, shown in shown_hits(output) for gsid, gtext in wanted)
+
+
 def evidence(kit: Path, corpus: Path, render=None, fusion: str | None = None) -> dict:
     """Evidence per token over a set's questions, in process on the built memory with
     `funes recall`'s defaults: the share whose gold text (the kit's text match) is
@@ -366,15 +374,9 @@ def evidence(kit: Path, corpus: Path, render=None, fusion: str | None = None) ->
     for q in qrels:
         output = render(recaller.recall(q["question"]))
         sizes.append(len(output) / CHARS_PER_TOKEN)
-        gold = [(g["session_id"], sc.normalise_text(g["text"])) for g in q["gold"]]
-
-        def found(text: str) -> bool:
-            return any(sid == gsid and sc.texts_overlap(sc.normalise_text(shown), gtext)
-                       for sid, shown in shown_hits(text) for gsid, gtext in gold)
-
-        anywhere += found(output)
+        anywhere += gold_shown(sc, q["gold"], output)
         for n in EVIDENCE_TOKENS:
-            within[n] += found(output[:n * CHARS_PER_TOKEN])
+            within[n] += gold_shown(sc, q["gold"], output[:n * CHARS_PER_TOKEN])
     total = max(1, len(qrels))
     return {"n": len(qrels), **{f"gold@{n}": within[n] / total for n in EVIDENCE_TOKENS},
             "gold anywhere": anywhere / total, "mean tokens": statistics.fmean(sizes) if sizes else 0.0}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from eval_recall import eval_dir, shown_hits  # noqa: E402
+from eval_recall import eval_dir, gold_shown  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2"}
 WIDTHS = (480, 640, 800, 1000, 1200)
@@ -53,15 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))))
         for q in sc.read_jsonl(corpus / "qrels.jsonl"):
             result = recaller.recall(q["question"])
-            gold = [(g["session_id"], sc.normalise_text(g["text"])) for g in q["gold"]]
             for width in WIDTHS:
                 agent_format.answer_chars = lambda block_type, w=width: w if block_type == "tool_result" else ANSWER_CHARS
                 output = agent_format.format_recall(result)
                 sizes[name, width].append(len(output) / CHARS_PER_TOKEN)
-                shown = shown_hits(output[:TOKENS * CHARS_PER_TOKEN])
                 found[name, q["gold"][0]["session_id"]][width].append(
-                    any(sid == gsid and sc.texts_overlap(sc.normalise_text(text), gtext)
-                        for sid, text in shown for gsid, gtext in gold))
+                    gold_shown(sc, q["gold"], output[:TOKENS * CHARS_PER_TOKEN]))
 
     def share(groups, width: int) -> float:
         by_set = collections.defaultdict(list)
