@@ -133,7 +133,9 @@ class Recaller:
         self._reranker_note = reranker_note
         self.fusion = fusion
         self.ranking = ranking
-        self._helper: ThreadPoolExecutor | None = None
+        # One helper thread for the parts of a recall that run beside the rest (a
+        # thread starts with the first of them).
+        self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-recall")
 
     def _loaded_reranker(self) -> None:
         if isinstance(self._reranker, Future):
@@ -323,9 +325,7 @@ class Recaller:
         return [(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest}
 
     def _beside(self, work: Callable[..., _T], *args: Any) -> Future[_T]:
-        """``work(*args)`` on this recaller's one helper thread."""
-        if self._helper is None:
-            self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-recall")
+        """``work(*args)`` on this recaller's helper thread."""
         return self._helper.submit(work, *args)
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
