@@ -10,18 +10,28 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from scripted import ScriptedSession, _fixture_module, _iso, _steps
+
+
+def _store(db: Path, fixture: str) -> tuple[Any, sqlite3.Connection]:
+    """The fixture builder ``fixture`` (under tests/fixtures, whose schema the agent's
+    parser is tested with) and a connection to a new database at ``db`` made with its
+    ``SCHEMA``."""
+    builder = _fixture_module(fixture)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(builder.SCHEMA)
+    return builder, conn
+
 
 # ---- SQLite stores -----------------------------------------------------------------------------
 
 def write_goose(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/sessions.db``: Goose's sessions and messages tables (content_json per message)."""
-    goose = _fixture_module("agents/goose/make_goose_db.py")
     db = root / "sessions.db"
-    root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(goose.SCHEMA)
+    goose, conn = _store(db, "agents/goose/make_goose_db.py")
     tools = {"shell": "developer__shell", "read": "developer__text_editor", "edit": "developer__text_editor",
              "write": "developer__text_editor", "search": "developer__shell"}
     with conn:
@@ -50,11 +60,8 @@ def write_goose(root: Path, sessions: list[ScriptedSession]) -> Path:
 
 def write_crush(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/crush.db``: Crush's sessions and messages tables (a JSON parts list per message)."""
-    crush = _fixture_module("agents/crush/make_crush_db.py")
     db = root / "crush.db"
-    root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(crush.SCHEMA)
+    crush, conn = _store(db, "agents/crush/make_crush_db.py")
     tools = {"shell": "bash", "read": "view", "edit": "edit", "write": "write", "search": "grep"}
     with conn:
         for session in sessions:
@@ -90,11 +97,8 @@ def write_crush(root: Path, sessions: list[ScriptedSession]) -> Path:
 def write_forge(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/.forge.db``: Forge's conversations table, one JSON context (the whole
     message list, rewritten on every turn) per conversation."""
-    forge = _fixture_module("agents/forge/make_forge_db.py")
     db = root / ".forge.db"
-    root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(forge.SCHEMA)
+    forge, conn = _store(db, "agents/forge/make_forge_db.py")
     tools = {"shell": "shell", "read": "read", "edit": "patch", "write": "write", "search": "fs_search"}
     with conn:
         for session in sessions:
@@ -122,11 +126,8 @@ def write_openclaw(root: Path, sessions: list[ScriptedSession]) -> Path:
     transcript events (pi-format entries), events of 1 KiB and more as zstd frames."""
     import zstandard
 
-    openclaw = _fixture_module("agents/openclaw/make_openclaw_state.py")
     db = root / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(openclaw.SCHEMA)
+    openclaw, conn = _store(db, "agents/openclaw/make_openclaw_state.py")
     compress = zstandard.ZstdCompressor(level=1, write_checksum=True)
     tools = {"shell": "exec", "read": "read", "edit": "edit", "write": "write", "search": "grep"}
     with conn:
@@ -164,11 +165,8 @@ def write_openclaw(root: Path, sessions: list[ScriptedSession]) -> Path:
 
 def write_grok(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/grok.db``: Grok CLI's sessions and messages (one AI SDK ModelMessage per row)."""
-    grok = _fixture_module("agents/grok/make_grok_db.py")
     db = root / "grok.db"
-    root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(grok.SCHEMA)
+    grok, conn = _store(db, "agents/grok/make_grok_db.py")
     tools = {"shell": "bash", "read": "read_file", "edit": "edit_file", "write": "write_file", "search": "grep"}
     with conn:
         conn.execute("INSERT INTO workspaces VALUES ('w', 'w', '/', NULL, 'w', '')")
@@ -197,11 +195,8 @@ def write_grok(root: Path, sessions: list[ScriptedSession]) -> Path:
 def write_opencode(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/opencode.db``: OpenCode's session, message and part tables (one JSON
     document per message and per part, times in ms)."""
-    opencode = _fixture_module("agents/opencode/make_opencode_db.py")
     db = root / "opencode.db"
-    root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(opencode.SCHEMA)
+    opencode, conn = _store(db, "agents/opencode/make_opencode_db.py")
     tools = {"shell": "bash", "read": "read", "edit": "edit", "write": "write", "search": "grep"}
     with conn:
         conn.execute("INSERT INTO project VALUES ('p1', '/home/dev', 'git', NULL, NULL, NULL, NULL, 0, 0, NULL, '[]', NULL)")
@@ -285,11 +280,8 @@ def write_cursor_ide(root: Path, sessions: list[ScriptedSession]) -> Path:
     """``<root>/globalStorage/state.vscdb``: Cursor's cursorDiskKV rows, one
     ``composerData:<id>`` header per conversation and one ``bubbleId:<id>:<bubble>``
     JSON per message (tool calls in ``toolFormerData``)."""
-    cursor = _fixture_module("agents/cursor/make_cursor_vscdb.py")
     db = root / "globalStorage" / "state.vscdb"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    conn.executescript(cursor.SCHEMA)
+    cursor, conn = _store(db, "agents/cursor/make_cursor_vscdb.py")
     tools = {"shell": "run_terminal_cmd", "read": "read_file", "edit": "edit_file", "write": "edit_file",
              "search": "grep_search"}
     with conn:
