@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 from funes.embedding import awaiting_vector_sql
 from funes.errors import positive_number
@@ -41,7 +40,6 @@ POOL = 100
 # The pool rows' flag: still owed a vector under the memory's policy.
 PENDING = "_pending"
 NEIGHBOR_PREVIEW = 160
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -226,7 +224,7 @@ class Recaller:
         # recall waits for the longer of the two, not their sum.
         searches_dense = self.fusion.uses_dense and (allowed is None or len(allowed)) \
             and not self.memory.known_without_vectors()
-        searching_dense = self._beside(self._dense_pool, query, pool, where) if searches_dense else None
+        searching_dense = self._helper.submit(self._dense_pool, query, pool, where) if searches_dense else None
         # The ranking reads a few columns of the whole pool (and, when both retrievers
         # answer and the memory may have a backlog, which BM25 candidates are still owed
         # a vector: fusion scores those by their BM25 rank); only its finalists are read
@@ -236,6 +234,8 @@ class Recaller:
         lexical: list[tuple[str, float]] = []
         if self.fusion.uses_lexical and (allowed is None or len(allowed)):
             lexical = self.memory.lexical().search(query, pool, allowed)
+        # A chunk both retrievers found is read by both: skipping it here would mean
+        # waiting for the dense side, the two reads in series again.
         pool_rows = self.memory.rows([chunk for chunk, _ in lexical], RANKING_COLUMNS, row_ids=True, computed=flags)
         dense: list[tuple[str, float]] = []
         if searching_dense is not None:
@@ -305,7 +305,7 @@ class Recaller:
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
-        reading_neighbors = self._beside(self._attach_neighbors, hits, neighbors) if neighbors else None
+        reading_neighbors = self._helper.submit(self._attach_neighbors, hits, neighbors) if neighbors else None
         self._show_passages(hits, rows, block_chunks)
         if reading_neighbors is not None:
             reading_neighbors.result()
@@ -323,10 +323,6 @@ class Recaller:
         vector = self.embedder.embed([query])[0]
         nearest = self.memory.nearest_rows(vector, pool, where, RANKING_COLUMNS)
         return [(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest}
-
-    def _beside(self, work: Callable[..., _T], *args: Any) -> Future[_T]:
-        """``work(*args)`` on this recaller's helper thread."""
-        return self._helper.submit(work, *args)
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
                        block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:

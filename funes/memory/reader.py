@@ -462,9 +462,10 @@ class Memory:
     def nearest_rows(self, vector: np.ndarray, k: int, where: str | None = None,
                      columns: Sequence[str] = ("id",)) -> list[tuple[dict[str, Any], float]]:
         """The ``k`` nearest embedded chunks, nearest first, as ``(row, cosine
-        distance)``: each row holds ``columns`` and its ``_rowid`` (for
-        :meth:`rows_at`).  Read with the search where Lance searches (a projection
-        costs about a millisecond where a second read by id costs six at 100k)."""
+        distance)``: each row holds ``columns`` and, when more than ``id`` is asked,
+        its ``_rowid`` (for :meth:`rows_at`).  Read with the search where Lance
+        searches (a projection costs about a millisecond where a second read by id
+        costs six at 100k); after a search here (numpy), by id."""
         query = np.ascontiguousarray(vector, dtype=np.float32)
         # An Arrow array, not the ndarray: Lance converts an ndarray with pyarrow's
         # from_pandas, which imports numpy.ma (0.05–0.1 s of a cold recall).
@@ -475,8 +476,10 @@ class Memory:
         columns = list(dict.fromkeys(["id", *columns]))
 
         def with_rows(found: list[tuple[str, float]]) -> list[tuple[dict[str, Any], float]]:
-            rows = self.rows([chunk for chunk, _ in found], columns, row_ids=True) if columns != ["id"] else {}
-            return [(rows.get(chunk) or {"id": chunk}, distance) for chunk, distance in found]
+            if columns == ["id"]:
+                return [({"id": chunk}, distance) for chunk, distance in found]
+            rows = self.rows([chunk for chunk, _ in found], columns, row_ids=True)
+            return [(rows[chunk], distance) for chunk, distance in found]
 
         def search() -> list[tuple[dict[str, Any], float]]:
             if self._intact is not None:  # Lance searches no subset of fragments: exact search here
