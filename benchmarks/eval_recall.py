@@ -346,6 +346,18 @@ def gold_shown(sc, gold: list[dict], output: str) -> bool:
                for sid, shown in shown_hits(output) for gsid, gtext in wanted)
 
 
+def cli_memory(corpus: Path):
+    """The set's memory as `funes recall` opens it in the corpus's home (the CLI runs'
+    ``FUNES_HOME``): the default memory, which the agent format names ``--memory
+    local`` in each hit's ``→ get`` line, not by its path, so the output measured is
+    the size the MCP tool returns."""
+    os.environ["FUNES_HOME"] = str(corpus / "home" / ".funes")
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+
+    return Memory.open(local_memory())
+
+
 def evidence(kit: Path, corpus: Path, render=None, fusion: str | None = None) -> dict:
     """Evidence per token over a set's questions, in process on the built memory with
     `funes recall`'s defaults: the share whose gold text (the kit's text match) is
@@ -358,16 +370,13 @@ def evidence(kit: Path, corpus: Path, render=None, fusion: str | None = None) ->
     sys.path.insert(0, str(kit))
     import score as sc
 
-    from funes.memory.location import location_for
-    from funes.memory.reader import Memory
     from funes.retrieval.bounds import CHARS_PER_TOKEN
     from funes.retrieval.format import format_recall
     from funes.retrieval.fusion import Fusion
     from funes.retrieval.search import Recaller
 
     render = render or format_recall
-    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))),
-                             fusion=Fusion.named(fusion))
+    recaller = Recaller.open(cli_memory(corpus), fusion=Fusion.named(fusion))
     qrels = sc.read_jsonl(corpus / "qrels.jsonl")
     within = {n: 0 for n in EVIDENCE_TOKENS}
     anywhere, sizes = 0, []

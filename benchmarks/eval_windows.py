@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from eval_recall import eval_dir, gold_shown  # noqa: E402
+from eval_recall import cli_memory, eval_dir, gold_shown  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2"}
 WIDTHS = (480, 640, 800, 1000, 1200)
@@ -39,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     import score as sc
 
     import funes.retrieval.format as agent_format
-    from funes.memory.location import location_for
-    from funes.memory.reader import Memory
     from funes.retrieval.bounds import CHARS_PER_TOKEN
     from funes.retrieval.passage import ANSWER_CHARS
     from funes.retrieval.search import Recaller
@@ -50,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, folder in CORPORA.items():
         corpus = args.work / folder
         os.environ["FUNES_CACHE_DIR"] = str(corpus / "home" / ".funes" / "cache")
-        recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))))
+        recaller = Recaller.open(cli_memory(corpus))
         for q in sc.read_jsonl(corpus / "qrels.jsonl"):
             result = recaller.recall(q["question"])
             for width in WIDTHS:
