@@ -90,7 +90,7 @@ ANSWER_CHARS = 480
 # A tool result's answer is a span of output (a log's lines, a listing), longer than
 # a sentence of text; a wider window keeps it whole (chosen leave one session out on
 # both coding dev sets, BENCHMARKS.md "Recall output budget").
-TOOL_RESULT_ANSWER_CHARS = 1000
+TOOL_RESULT_ANSWER_CHARS = 800
 
 
 def answer_chars(block_type: str) -> int:
