@@ -226,6 +226,34 @@ def test_half_life_turns_recency_into_a_factor(recaller):
         assert hit.score == pytest.approx(undecayed[hit.id] * hit.scores["recency"], rel=1e-3)
 
 
+def test_chunks_tied_at_the_last_place_go_to_the_newest(isolated_env):
+    """Recency breaks a tie in score (newest first), however the ranking ordered the
+    tied chunks and wherever the cut at k falls among them."""
+    from hub_helpers import chunk
+
+    from funes.embedding import load_embedder
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+    from funes.retrieval.search import Recaller
+
+    same = "The nightly export job writes the invoices to the archive bucket."
+    # The same block in six sessions of one shape, a minute apart: one score, six times.
+    tied = [chunk(f"s-{n}", 1, same, ts=f"2026-05-01T10:0{n}:00.000Z") for n in range(6)]
+    others = [chunk("s-other", 1, "Dark mode colours now come from the design tokens file.")]
+    embedder = load_embedder("cpu")
+    with open_writer(local_memory()) as writer:
+        rows = tied + others
+        writer.add_chunks(rows, np.asarray(embedder.embed([c.text for c in rows]), dtype=np.float32))
+    recaller = Recaller.open(Memory.open(local_memory()), rerank=False)
+    every = recaller.recall("nightly export invoices archive", k=7, neighbors=0).hits
+    assert len({h.score for h in every[:6]}) == 1  # the six are tied
+    newest = sorted(tied, key=lambda c: c.ts, reverse=True)
+    for k in (1, 2, 3):
+        hits = recaller.recall("nightly export invoices archive", k=k, neighbors=0).hits
+        assert [h.id for h in hits] == [c.id for c in newest[:k]]
+
+
 def test_a_recall_refused_for_its_memory_does_not_wait_for_a_first_model_export(isolated_env, tmp_path):
     """On a fresh machine (no model derived yet) and no memory, recall says so at once:
     it neither exports the query model (seconds of torch) nor waits for one at exit."""
