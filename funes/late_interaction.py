@@ -12,8 +12,8 @@ topic.  Two sources of the pieces' vectors:
   tens of milliseconds on it.
 * :class:`MaxSimReranker` (``maxsim``, opt-in): the model's contextual token
   vectors, one int8 model run over every candidate on each query (one to two
-  seconds of CPU for 30 candidates): over today's ranking it orders the coding dev
-  sets no better than the default, far over a warm recall's budget.
+  seconds of CPU for 30 candidates): over the ranking as it ships it orders the
+  coding dev sets no better than the default, far over a warm recall's budget.
 
 Each blends with the fused score at its ``blend_weight`` (both min–max scaled
 over the candidates, retrieval/search.py); the weights were chosen leave one
