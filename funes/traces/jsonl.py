@@ -4,8 +4,9 @@ Rules every JSON Lines parser follows: decode UTF-8 with replacement, strip each
 line, skip blanks, skip lines that are not JSON objects (each with a counted
 warning naming file and line), tolerate a partial last line, and surface read
 errors as :class:`TraceReadError` so the file is retried later instead of being
-recorded as an empty session.  ``.jsonl.zst`` files are decompressed
-on the fly.
+recorded as an empty session.  ``.jsonl.zst`` files are decompressed on the fly,
+every frame of them; one whose last frame stops short is read to where it stops,
+with a warning.
 """
 
 from __future__ import annotations
@@ -22,12 +23,53 @@ from funes.errors import TraceReadError
 from funes.traces.model import ParseWarning
 
 
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of every zstd frame in ``raw``, in order.
+
+    zstandard's ``stream_reader`` ends a frame cut short as if the file ended there,
+    so a truncated file would read as complete; here :attr:`cut_short` says so once
+    the input is exhausted inside a frame."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, raw: BinaryIO):
+        import zstandard
+
+        self._raw, self._context = raw, zstandard.ZstdDecompressor()
+        self._frame: Any = None
+        self._out, self._at = b"", 0
+        self.cut_short = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == len(self._out):
+            data = self._raw.read(self._CHUNK)
+            if not data:
+                self.cut_short = self._frame is not None and not self._frame.eof
+                return 0
+            out = []
+            while data:  # a chunk can end one frame and start the next
+                if self._frame is None or self._frame.eof:
+                    self._frame = self._context.decompressobj()
+                out.append(self._frame.decompress(data))
+                data = self._frame.unused_data if self._frame.eof else b""
+            self._out, self._at = b"".join(out), 0
+        n = min(len(buffer), len(self._out) - self._at)
+        buffer[:n] = memoryview(self._out)[self._at:self._at + n]
+        self._at += n
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
 def _open(path: Path) -> BinaryIO:
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller's context
     if path.name.endswith(".zst"):
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+        return io.BufferedReader(_ZstdFrames(raw))
     return raw
 
 
@@ -113,7 +155,7 @@ def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int
     except OSError as exc:
         raise TraceReadError(f"cannot read {source}: {exc.strerror or exc}") from exc
     with handle:
-        index = -1
+        index, complete = -1, True
         while True:
             try:
                 line = handle.readline()
@@ -122,8 +164,13 @@ def read_records(path: Path, warnings: list[ParseWarning]) -> Iterator[tuple[int
             except Exception as exc:  # zstandard raises its own error type on corrupt frames
                 raise TraceReadError(f"cannot read {source}: {exc}") from exc
             if not line:
+                if getattr(getattr(handle, "raw", None), "cut_short", False):
+                    # Where the decompressed text stops: the partial line, or the one after.
+                    warnings.append(ParseWarning(source, index + 1 + complete,
+                                                 "compressed file cut short (still being written?)"))
                 return
             index += 1
+            complete = line.endswith(b"\n")
             text = line.decode("utf-8", errors="replace").strip()
             if not text:
                 continue

@@ -162,6 +162,25 @@ def test_zstd_rollouts_and_plain_preference(tmp_path):
     assert asked_for.path.name.endswith(".zst")
 
 
+def test_zstd_rollout_of_several_frames_and_one_cut_short(tmp_path):
+    path = tmp_path / f"rollout-2026-06-23T05-37-02-{SID}.jsonl.zst"
+    lines = (REAL / "codex_session.jsonl").read_bytes().splitlines(keepends=True)
+    first, second = (zstandard.ZstdCompressor().compress(b"".join(part)) for part in (lines[:4], lines[4:]))
+    path.write_bytes(first + second)  # a writer that appends a frame per flush
+    whole = parse_file(codex, path)
+    assert len(whole.turns) == 7 and not whole.warnings
+
+    # Cut inside the second frame: the first frame's turns stay, and the cut is said, not
+    # passed over as the end of the file.
+    path.write_bytes(first + second[: len(second) // 2])
+    cut = parse_file(codex, path)
+    # turn ids end in the 0-based line: the first frame holds lines 0-3
+    in_first_frame = [t.turn_uuid for t in whole.turns if int(t.turn_uuid.rsplit(":", 1)[1]) < 4]
+    assert in_first_frame and [t.turn_uuid for t in cut.turns] == in_first_frame
+    assert [(w.path, w.line, w.message) for w in cut.warnings] == [
+        (str(path), 5, "compressed file cut short (still being written?)")]
+
+
 def test_discover_archived_and_file_name_fallback(tmp_path):
     home = tmp_path / "codex-home"
     archived = home / "archived_sessions"
