@@ -17,7 +17,9 @@ topic.  Two sources of the pieces' vectors:
 
 Each blends with the fused score at its ``blend_weight`` (both min–max scaled
 over the candidates, retrieval/search.py); the weights were chosen leave one
-session out over every dev set (BENCHMARKS.md "Late interaction").
+session out over every dev set (BENCHMARKS.md "Late interaction").  Recall hands
+a stage each tool result after the head of the call that made it, as BM25 reads
+it (funes/memory/documents.py).
 """
 
 from __future__ import annotations

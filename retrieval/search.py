@@ -4,7 +4,8 @@ embed the query with the memory's pinned model → BM25 (bm25s, over each chunk
 with its context: see funes.memory.lexical) and vector search → fusion (by
 default a convex combination of normalised scores: see retrieval/fusion.py) →
 ranking by what each candidate is and where, one hit per block (see
-retrieval/ranking.py) → cross-encoder rerank of the top candidates (when one can be loaded)
+retrieval/ranking.py) → the rerank stage over the top candidates (late interaction by
+default: funes/late_interaction.py; a tool result read with its call's head)
 → recency (a tie-breaker unless a half-life is asked for) → the passage each hit
 shows (its block around the chunk that matched, a tool call as its arguments:
 see retrieval/passage.py) → neighbours (±N turns by seq) → hits with their full
@@ -281,7 +282,11 @@ class Recaller:
 
         reranked = False
         if self.reranker is not None and hits:
-            scores = [float(score) for score in self.reranker.score(query, [h.text for h in hits])]
+            # A tool result is read with the head of the call that made it, as its BM25
+            # document is: "what did the test run print" names the command, not the output.
+            heads = self.memory.call_heads([rows[hit.id] for hit in hits])
+            passages = [f"{heads[hit.id]}\n{hit.text}" if hit.id in heads else hit.text for hit in hits]
+            scores = [float(score) for score in self.reranker.score(query, passages)]
             # A stage with a blend weight keeps that share of its say (both scores
             # min–max scaled over the candidates); a cross-encoder's logit decides alone.
             weight = getattr(self.reranker, "blend_weight", None)

@@ -116,6 +116,17 @@ def documents_from_rows(rows: Sequence[dict], wanted: Iterable[str] | None = Non
     return _documents_of_rows(rows, wanted, document)
 
 
+def call_heads(results: Sequence[dict], calls: Sequence[dict]) -> dict[str, str]:
+    """``{chunk id: head}``: for each tool result among ``results`` (rows with
+    :data:`DOCUMENT_COLUMNS`), the head of the call that produced it as its document
+    carries it (:func:`document_pieces`), found among ``calls``: the first pieces of
+    the tool calls of its session up to ``context_turns`` turns before it.  A result
+    with no call in reach is absent."""
+    wanted = [row["id"] for row in results if row.get("block_type") == "tool_result"]
+    pieces = _documents_of_rows([*results, *calls], wanted, document_pieces)
+    return {chunk: parts[0][0] for chunk, parts in pieces.items() if len(parts) > 1}
+
+
 def _documents_of_rows(rows: Sequence[dict], wanted: Iterable[str] | None, make: Callable[..., Any]) -> dict[str, Any]:
     """:func:`documents_from_rows`, each document made by ``make`` (:func:`document`
     or :func:`document_pieces`) from the chunk's text, context and call."""

@@ -21,7 +21,7 @@ from funes.embedding import awaiting_vector_sql, dense_tiers, int8_tiers
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
 from funes.memory.health import TableDamage, damaged_fragments, intact_fragments, lost_versions, open_newest_readable
 from funes.memory.heap import return_freed_memory
-from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, documents_from_rows
+from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, call_heads, documents_from_rows
 from funes.memory.lexical import LexicalIndex
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, decode_metadata, missing_fields
@@ -341,6 +341,24 @@ class Memory:
     def documents(self, ids: Sequence[str]) -> dict[str, str]:
         """What the BM25 index holds for each chunk id (its text with its context)."""
         return lexical_documents(self.scan, ids, self.count())
+
+    def call_heads(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+        """The head of the call behind each tool result among ``rows`` (with
+        :data:`DOCUMENT_COLUMNS`), as its BM25 document carries it
+        (:func:`funes.memory.documents.call_heads`): one read of the first pieces of
+        the calls in reach of them."""
+        results = [dict(row) for row in rows if row.get("block_type") == "tool_result"]
+        if not results:
+            return {}
+        spans: dict[str, tuple[int, int]] = {}
+        for row in results:
+            seq = int(row["seq"] or 0)
+            low, high = spans.get(row["session_id"], (seq, seq))
+            spans[row["session_id"]] = (min(low, seq), max(high, seq))
+        reach = DOCUMENT["context_turns"]
+        calls = self.scan(DOCUMENT_COLUMNS, f"({spans_sql({sid: (low - reach, high) for sid, (low, high) in spans.items()})})"
+                          " AND block_type = 'tool_use' AND split_idx = 0").to_pylist()
+        return call_heads(results, calls)
 
     def block_chunks(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[int]]:
         """The row ids (this memory's version: for :meth:`block_pieces`), in split

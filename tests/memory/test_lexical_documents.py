@@ -273,3 +273,35 @@ def test_the_counts_a_worker_makes_from_document_pieces_are_the_joined_documents
         found = {counts.tokens[t]: int(c) for t, c in zip(counts.term[entries], counts.count[entries], strict=True)}
         assert found == expected, chunk
         assert int(counts.lengths[n]) == sum(expected.values()), chunk
+
+
+def test_a_tool_results_call_head_is_what_its_document_carries(tmp_path):
+    """What recall's rerank stage reads before a tool result (retrieval/search.py):
+    the head of the call that made it, the same the result's BM25 document holds,
+    read for the results alone."""
+    location = location_for(str(tmp_path / "m"))
+    far = DOCUMENT["context_turns"] + 1
+    long_call = json.dumps({"command": "pytest -q tests/test_build.py " + "--verbose " * 80})
+    chunks = [
+        _tool_chunk("s1", 0, "tool_use", json.dumps({"command": "mix compile --force"})),
+        _tool_chunk("s1", 1, "tool_result", "Waiting for lock on the build directory"),
+        _tool_chunk("s1", 2, "tool_use", json.dumps({"file_path": "/a.ex"}), tool="Read"),
+        _tool_chunk("s1", 3, "tool_result", "defmodule A do", tool="Read"),
+        _tool_chunk("s1", 4, "tool_use", long_call),
+        _tool_chunk("s1", 5, "tool_result", "3 passed"),
+        _tool_chunk("s2", 0, "tool_use", json.dumps({"command": "make"})),
+        _tool_chunk("s2", far, "tool_result", "make: nothing to be done"),  # its call is out of reach
+        _chunk("s2", far + 1, "the build is clean"),
+    ]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks)
+    memory, everything = _all_documents(location)
+    rows = memory.rows([c.id for c in chunks]).values()
+    heads = memory.call_heads(rows)
+    assert set(heads) == {chunks[1].id, chunks[3].id, chunks[5].id}
+    assert heads[chunks[1].id] == "mix compile --force"
+    assert heads[chunks[3].id] == "/a.ex"  # the call of its own tool, not the nearest call
+    assert len(heads[chunks[5].id]) <= DOCUMENT["call_chars"] and heads[chunks[5].id].startswith("pytest -q")
+    for chunk, head in heads.items():
+        assert everything[chunk].startswith(head + "\n")
+    assert memory.call_heads([r for r in rows if r["block_type"] != "tool_result"]) == {}

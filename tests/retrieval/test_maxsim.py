@@ -82,3 +82,36 @@ def test_damaged_weights_leave_the_fused_ranking_and_say_why(memory_home, monkey
         shared_reranker.cache_clear()
     assert result.hits and result.reranker is None
     assert "model.safetensors" in result.reranker_note and "\n" not in result.reranker_note
+
+
+def test_the_stage_reads_a_tool_result_after_the_head_of_its_call(memory_home):
+    """As BM25 reads it (funes/memory/documents.py): "what did the test run print"
+    names the command, which only the call holds."""
+    from funes.retrieval.access import open_memory
+    from funes.retrieval.search import Recaller
+
+    class Reading:
+        model_id, blend_weight, passages = "reading", 0.4, []
+
+        def score(self, query, passages):
+            self.passages += passages
+            return np.zeros(len(passages), dtype=np.float32)
+
+    recaller = Recaller.open(open_memory(None))
+    recaller.reranker = stage = Reading()
+    result = recaller.recall("what did the test run print", k=30, candidates=30)
+    memory = recaller.memory
+    texts = memory.texts([hit.id for hit in result.hits])
+    documents = memory.documents([hit.id for hit in result.hits])
+    results = [hit for hit in result.hits if hit.block_type == "tool_result"]
+    assert results and len(stage.passages) == len(result.hits)
+    expected = []
+    for hit in result.hits:
+        own = texts[hit.id]
+        if hit.block_type == "tool_result" and not documents[hit.id].startswith(f"{hit.tool_name} {own}"):
+            head = documents[hit.id].split(f"\n{hit.tool_name} {own[:40]}")[0]
+            expected.append(f"{head}\n{own}")
+        else:
+            expected.append(own)
+    assert sorted(stage.passages) == sorted(expected)
+    assert any(p != texts[h.id] for p, h in zip(expected, result.hits)), "no tool result with its call in reach"
