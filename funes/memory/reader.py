@@ -86,6 +86,16 @@ def resolve_session(scan: Any, given: str) -> str:
     return matches[0]
 
 
+def session_spans(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """``{session_id: (lowest seq, highest seq)}`` of ``rows``."""
+    spans: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        seq = int(row["seq"] or 0)
+        low, high = spans.get(row["session_id"], (seq, seq))
+        spans[row["session_id"]] = (min(low, seq), max(high, seq))
+    return spans
+
+
 def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[str, str]:
     """The BM25 documents (:func:`funes.memory.lexical.document`) of chunk ``ids``,
     read through ``scan(columns, where) -> pa.Table``; ids not in the table are absent.
@@ -102,11 +112,7 @@ def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[st
     own: list[dict[str, Any]] = []
     for start in range(0, len(wanted), 500):
         own += scan(DOCUMENT_COLUMNS, sql_in("id", wanted[start:start + 500])).to_pylist()
-    spans: dict[str, tuple[int, int]] = {}
-    for row in own:
-        seq = int(row["seq"] or 0)
-        low, high = spans.get(row["session_id"], (seq, seq))
-        spans[row["session_id"]] = (min(low, seq), max(high, seq))
+    spans = session_spans(own)
     context: list[dict[str, Any]] = []
     sessions = list(spans)
     for start in range(0, len(sessions), 100):
@@ -350,11 +356,7 @@ class Memory:
         results = [dict(row) for row in rows if row.get("block_type") == "tool_result"]
         if not results:
             return {}
-        spans: dict[str, tuple[int, int]] = {}
-        for row in results:
-            seq = int(row["seq"] or 0)
-            low, high = spans.get(row["session_id"], (seq, seq))
-            spans[row["session_id"]] = (min(low, seq), max(high, seq))
+        spans = session_spans(results)
         reach = DOCUMENT["context_turns"]
         calls = self.scan(DOCUMENT_COLUMNS, f"({spans_sql({sid: (low - reach, high) for sid, (low, high) in spans.items()})})"
                           " AND block_type = 'tool_use' AND split_idx = 0").to_pylist()
