@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-BENCHES := recall latency rerank day-zero vector-index index parse embed gpu hooks hub history pipeline
+BENCHES := recall latency rerank day-zero vector-index vector-search index parse embed gpu hooks hub history pipeline
 
 .PHONY: venv run test bench $(addprefix bench-,$(BENCHES)) clean
 

@@ -46,6 +46,8 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
          "12000", "--runs", "5", "--write"],
         ["vector_index.py", "--memory-home", str(DAY_ZERO_300K), "--home", str(DAY_ZERO_300K_HOME), "--runs", "5",
          "--write"]]),
+    "vector-search": ("Vector search (needs the dev sets' memories that `recall` builds)", [
+        ["vector_search.py", "--write"]]),
     "index": ("Indexing throughput and size", [["index_throughput.py"]]),
     "parse": ("Parse, chunk and redact throughput; Parse throughput per agent", [
         ["parse_throughput.py"], ["parse.py", "--mb", "8", "--min-cpu-s", "4"]]),
@@ -58,7 +60,7 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["pipeline_overhead.py", "--sessions", "12"]]),
 }
 DEFAULT = ("parse", "embed", "index", "latency", "hooks", "hub", "rerank", "recall")
-NEEDS_KIT = ("recall",)
+NEEDS_KIT = ("recall", "vector-search")
 
 
 def main() -> int:
