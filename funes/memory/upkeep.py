@@ -107,6 +107,8 @@ class TableWriter(Protocol):
 
     def embedded_count(self) -> int: ...
 
+    def saved_embedded_count(self) -> int | None: ...
+
 
 class IndexUpkeep:
     """The index upkeep of ``writer``'s table (:meth:`keep`, after each write;
@@ -128,8 +130,10 @@ class IndexUpkeep:
         :data:`VECTOR_INDEX_MIN_ROWS` (its partitions then kept near
         :data:`IVF_PARTITION_ROWS` vectors by each refresh); which it needs is looked at
         once this writer has stored :data:`INDEX_REFRESH_ROWS` vectors since it last
-        looked (a page of the backlog, not a hook's turn: for a memory grown a few
-        vectors at a time, `funes maintain` builds it).  A BTREE on each of
+        looked (a page of the backlog), and after any write of vectors when the counts
+        saved with the write say (a hook's turn never counts the table: a memory grown a
+        few vectors at a time gets its index from its saved counts, else from `funes
+        maintain`).  A BTREE on each of
         :data:`SCALAR_INDEX_COLUMNS` once the table holds :data:`INDEX_REFRESH_ROWS` rows.
         Every index: rows it does not cover (new fragments, and fragments whose vectors
         were filled in since: Lance then drops them from the id BTREE and the vector
@@ -151,10 +155,14 @@ class IndexUpkeep:
         # backlog's writer").
         folded = self._fold([state for state in indexes if state.columns != ("vector",)])
         vector = next((state for state in indexes if state.columns == ("vector",)), None)
-        if vector_kind and not _kept_by_refreshes(vector) and self.vectors_uncounted >= INDEX_REFRESH_ROWS:
-            self.vectors_uncounted = 0
-            embedded = self.writer.embedded_count()
-            if self._vector_index_due(vector, embedded):
+        if vector_kind and not _kept_by_refreshes(vector) and self.vectors_uncounted:
+            if self.vectors_uncounted >= INDEX_REFRESH_ROWS:
+                self.vectors_uncounted = 0
+                embedded: int | None = self.writer.embedded_count()
+            else:
+                embedded = self.writer.saved_embedded_count()
+            if embedded is not None and self._vector_index_due(vector, embedded):
+                self.vectors_uncounted = 0
                 done.append(f"built {self.build_vector_index(embedded)}")
                 vector = None  # new: covers every row
         missing = self._missing_scalar_indexes(indexes)

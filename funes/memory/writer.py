@@ -460,13 +460,19 @@ class MemoryWriter:
         """Rows still owed a vector under the memory's tier policy."""
         return int(self.table.count_rows(awaiting_vector_sql(self.dense_tiers)))
 
+    def saved_embedded_count(self) -> int | None:
+        """Rows with a vector, from the memory's saved counts when they are of the table
+        as it is (every write saves them where it found them), else None: no scan."""
+        saved = load_stats(self.location.state_dir, self.table_state(), self.version)
+        return None if saved is None else saved.embedded
+
     def embedded_count(self) -> int:
         """Rows with a vector: from the memory's saved counts when they are of the table
         as it is (the backlog saves them page by page), else counted, reading the vector
         column of every row (1.2 s and +350 MB at 1M rows)."""
-        saved = load_stats(self.location.state_dir, self.table_state(), self.version)
+        saved = self.saved_embedded_count()
         if saved is not None:
-            return saved.embedded
+            return saved
         count = int(self.table.count_rows("vector IS NOT NULL"))
         return_freed_memory()
         return count

@@ -284,6 +284,44 @@ def test_rows_outside_the_indexes_are_folded_in_once_enough_gather(isolated_env,
         assert _state(writer, "id").uncovered_rows == 0 and _state(writer, "vector").uncovered_rows == 0
 
 
+def test_a_memory_grown_a_turn_at_a_time_gets_its_vector_index_from_its_saved_counts(
+        isolated_env, small_thresholds, monkeypatch):
+    """The hook worker stores each turn with its vectors, a few at a time, in a writer of
+    its own: no writer ever stores INDEX_REFRESH_ROWS vectors, and none counts the
+    table's (a scan of the vector column), yet the counts each write saves say when the
+    memory has grown into a vector index, so recall stops reading every vector flat
+    without waiting for `funes maintain`."""
+    from funes.indexing import open_writer
+    from funes.memory import upkeep
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+
+    counted: list[int] = []
+    grown = 0
+    kinds = []
+    for turn in range(27):  # 60 vectors a turn: 1,620 in all
+        with open_writer(local_memory()) as writer:
+            monkeypatch.setattr(writer, "embedded_count", lambda: counted.append(1) or 0)
+            more = _chunks(f"s-{turn}", 60)
+            writer.add_chunks(more, HashEmbedder().embed([c.text for c in more]))
+            writer.keep_indexes()
+            grown += 60
+            kinds.append(_vector_index_type(isolated_env / ".funes" / "memory"))
+    assert counted == []
+    # Built by the turn that reached each threshold, with what the saved counts held.
+    def reached(rows: int) -> int:
+        return -(-rows // 60) - 1
+
+    assert kinds.index("IVF_FLAT") == reached(upkeep.EXACT_INDEX_MIN_ROWS)
+    assert kinds.index("IVF_PQ") == reached(upkeep.VECTOR_INDEX_MIN_ROWS)
+    assert kinds[-1] == "IVF_PQ"
+    memory = Memory.open(local_memory())
+    ids, vectors = _embedded(memory)
+    assert len(ids) == grown
+    query = HashEmbedder().embed(["s-3 turn 7: the upload retried 10 times"])[0]
+    assert memory.vector_search(query, 1)[0][0] == _exact(ids, vectors, query, 1)[0][0]
+
+
 def test_a_first_index_gets_btrees_on_the_columns_recall_filters(isolated_env, small_thresholds):
     """A recall reads its pool by id and its block splits and neighbours by session:
     past INDEX_REFRESH_ROWS rows the writer gives both columns a BTREE (before, only
