@@ -18,9 +18,10 @@ interleaved so that each sees the same load).
 
     nice -n 5 .venv/bin/python benchmarks/vector_search.py [--chunks 100000] [--write]
 
-The vectors are cached in benchmarks/.work/vector-search/ (embedding 100k chunks
-takes ten to fifteen minutes on 2 cores); ``--write`` replaces the section
-"Vector search" of BENCHMARKS.md.
+The vectors and the index are cached in benchmarks/.work/vector-search/ (embedding
+100k chunks took half an hour on 2 shared cores, 60 chunks/s: the packages' pieces
+are longer than most chunks); ``--write`` replaces the section "Vector search" of
+BENCHMARKS.md.
 """
 
 from __future__ import annotations
