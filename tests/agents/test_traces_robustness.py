@@ -644,3 +644,26 @@ def test_random_bytes_as_an_agent_database(tmp_path_factory, name, content):
         assert_well_formed(module.parse(SourceUnit(module.HARNESS, path, "s", "1:1")))
     except TraceReadError:
         pass
+
+
+def test_a_zstd_file_of_many_frames_reads_every_record_in_order(tmp_path):
+    """Frames of uneven sizes, the file far larger than one read of compressed bytes, so
+    frames end and start inside a read: every record, in order, and no warning."""
+    import random
+
+    import zstandard
+
+    from funes.traces.jsonl import read_records
+
+    rng = random.Random(7)
+    records = [{"n": n, "text": "".join(rng.choice("abcdefghij ") for _ in range(rng.randrange(20, 400)))}
+               for n in range(5000)]
+    lines = [json.dumps(r).encode() + b"\n" for r in records]
+    cuts = sorted(rng.sample(range(1, len(lines)), 6))
+    frames = [b"".join(lines[a:b]) for a, b in zip([0, *cuts], [*cuts, len(lines)], strict=True)]
+    path = tmp_path / "many.jsonl.zst"
+    path.write_bytes(b"".join(zstandard.ZstdCompressor().compress(frame) for frame in frames))
+    assert path.stat().st_size > 4 * (1 << 14)
+    warnings = []
+    assert [record for _, record in read_records(path, warnings)] == records
+    assert warnings == []
