@@ -322,13 +322,15 @@ EVIDENCE_TOKENS = (1_000, 2_000)
 
 
 def shown_hits(output: str) -> list[tuple[str, str]]:
-    """``(session_id, text)`` of each hit's window and each neighbour line in an
-    agent-format output (docs/contract.md), in the order printed."""
+    """``(session_id, text)`` of each hit's window, each tool call's result window and
+    each neighbour line in an agent-format output (docs/contract.md), in the order printed."""
     shown: list[tuple[str, str]] = []
     session = ""
     for line in output.splitlines():
         if line.startswith("  → get "):
             session = (line.split() + [""] * 3)[2]  # "" where the output was cut inside the line
+            shown.append((session, ""))
+        elif line.startswith("  ⇒ ["):  # a tool call's result: its window follows
             shown.append((session, ""))
         elif line == ">" or line.startswith("> "):
             if shown:

@@ -61,14 +61,21 @@ def _header(hit: Hit, memory_label: str) -> list[str]:
             *([f"  ! {' '.join(field(word) for word in mark.split(' '))}"] if mark else [])]
 
 
+def _result_line(result: Neighbor) -> str:
+    """The line that opens a tool call's result, before its quoted window."""
+    return f"  ⇒ [{field(result.role)} {field(result.block_type)} seq{result.seq}]"
+
+
 def _neighbor_line(neighbor: Neighbor) -> str:
     return (f"  ~ [{field(neighbor.role)} {field(neighbor.block_type)} seq{neighbor.seq}] "
             f"{_one_line(neighbor.text)[:NEIGHBOR_PREVIEW]}")
 
 
-def _cost(head: list[str], window: str) -> int:
-    """Characters a hit takes: its head, its quoted window, the separator, each with its line break."""
-    return sum(len(line) + 1 for line in head) + len(quoted(window)) + 1 + len(SEPARATOR) + 1
+def _cost(head: list[str], window: str, result: list[str] = ()) -> int:
+    """Characters a hit takes: its head, its quoted window, its result's lines, the
+    separator, each with its line break."""
+    return (sum(len(line) + 1 for line in (*head, *result)) + len(quoted(window)) + 1
+            + len(SEPARATOR) + 1)
 
 
 def more_line(count: int) -> str:
@@ -79,7 +86,8 @@ def more_line(count: int) -> str:
 def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
     """The hits packed into ``budget`` tokens (characters / 4): of each, in rank
     order, its provenance, its ``→ get`` line and the window of its passage that
-    holds the query's words (retrieval/passage.py; wider for a tool result); a hit whose window shows only
+    holds the query's words (retrieval/passage.py; wider for a tool result), and
+    for a tool call the window of its result; a hit whose window shows only
     text already shown is left out; neighbours come last, with what the budget has
     left, those already shown left out; the last line counts the hits the budget
     left out.  The first hit is always shown, its window cut to fit."""
@@ -90,25 +98,35 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
     shown: list[tuple[Hit, list[str], str]] = []  # hit, its lines, its window normalised
     used = 0
     left_out = 0
+    result_turns = set()  # the turns of the results shown with their calls
     for position, hit in enumerate(result.hits):
         window = answer_window(hit.text, terms, answer_chars(hit.block_type))
+        outcome = []  # a tool call's result: its line and its quoted window
+        if hit.result is not None:
+            outcome_window = answer_window(hit.result.text, terms, answer_chars(hit.result.block_type))
+            outcome = [_result_line(hit.result), quoted(outcome_window)]
         seen = _one_line(window.strip(ELLIPSIS))
         if any(seen in earlier for _, _, earlier in shown):
             continue
+        if outcome:
+            seen = f"{seen} {_one_line(outcome_window.strip(ELLIPSIS))}"
         head = _header(hit, result.memory_label)
         room = limit - used - len(more_line(len(result.hits) - position)) - 1
-        if _cost(head, window) > room:
+        if _cost(head, window, outcome) > room:
             if shown:
                 left_out = len(result.hits) - position
                 break
+            outcome = []  # the first hit, cut to fit: its own text first
             while window and _cost(head, window) > room:
                 window = window[:len(window) - (_cost(head, window) - room)]
-        cost = _cost(head, window)
-        shown.append((hit, [*head, quoted(window)], seen))
+        cost = _cost(head, window, outcome)
+        shown.append((hit, [*head, quoted(window), *outcome], seen))
+        if outcome:
+            result_turns.add(hit.result.turn_uuid)
         used += cost
     reserve = len(more_line(left_out)) + 1 if left_out else 0
     lines_of = {}
-    shown_turns = {hit.turn_uuid for hit, _, _ in shown}
+    shown_turns = {hit.turn_uuid for hit, _, _ in shown} | result_turns
     for hit, lines, _ in shown:
         extra = []
         for neighbor in hit.neighbors:

@@ -75,6 +75,8 @@ class Hit:
     score: float
     scores: dict[str, float | int | None] = field(default_factory=dict)
     neighbors: list[Neighbor] = field(default_factory=list)
+    # A tool call's result (its first piece), shown with the call: what came of it.
+    result: Neighbor | None = None
     # The hit's turn's provenance (funes/provenance.py): files touched, commands run;
     # a tool_result's exit status.
     files: list[dict[str, Any]] = field(default_factory=list)
@@ -85,11 +87,17 @@ class Hit:
     stale: Any = None
 
     def to_json(self, memory_label: str) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors", "stale")}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("neighbors", "result", "stale")}
+        out["text"] = self.shown_text()
         out["stale"] = self.stale.to_json() if self.stale is not None else None
         out["memory"] = memory_label
         out["neighbors"] = [n.__dict__ for n in self.neighbors]
+        out["result"] = self.result.__dict__ if self.result is not None else None
         return out
+
+    def shown_text(self) -> str:
+        """What the hit shows: its passage, and a tool call's result after it."""
+        return self.text if self.result is None else f"{self.text}\n{self.result.text}"
 
 
 @dataclass
@@ -312,6 +320,7 @@ class Recaller:
             hit.scores["final"] = round(hit.score, 6)
         reading_neighbors = self._helper.submit(self._attach_neighbors, hits, neighbors) if neighbors else None
         self._show_passages(hits, rows, block_chunks)
+        self._attach_results(hits, rows)
         if reading_neighbors is not None:
             reading_neighbors.result()
         return RecallResult(
@@ -340,6 +349,16 @@ class Recaller:
             row = rows[hit.id]
             chunk = (int(row["char_start"] or 0), row["text"] or "")
             hit.text = passage(pieces.get(block_key(row), [chunk]), chunk, hit.block_type)
+
+    def _attach_results(self, hits: list[Hit], rows: dict[str, dict[str, Any]]) -> None:
+        """A tool call's hit carries the first piece of its result: a call alone
+        (a command, a path) does not say what came of it."""
+        results = self.memory.call_results([rows[hit.id] for hit in hits if hit.block_type == "tool_use"],
+                                           ("turn_uuid", "role"))
+        for hit in hits:
+            if (row := results.get(hit.id)) is not None:
+                hit.result = Neighbor(seq=int(row["seq"] or 0), role=row["role"] or "", block_type=row["block_type"],
+                                      turn_uuid=row["turn_uuid"], text=row["text"] or "")
 
     def _attach_neighbors(self, hits: list[Hit], span: int) -> None:
         seqs: dict[str, set[int]] = {}

@@ -142,7 +142,11 @@ def search_results(result: RecallResult) -> str:
             f"{h(hit.session_id[:8])} turn {hit.seq}</a></div>"
             + (f"<div class=meta>files: {files}</div>" if files else "") + commands
             + (f"<div class=meta>! {h(stale)}</div>" if stale else "")
-            + f"<pre>{h(hit.text)}</pre></div>")
+            + f"<pre>{h(hit.text)}</pre>"
+            + (f"<div class=meta>⇒ what came of it: {h(hit.result.role)} {h(hit.result.block_type)} · "
+               f"<a href='{turn_link(hit.session_id, hit.result.seq)}'>turn {hit.result.seq}</a></div>"
+               f"<pre>{h(hit.result.text)}</pre>" if hit.result is not None else "")
+            + "</div>")
     return "".join(parts)
 
 

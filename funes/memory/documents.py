@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from funes.memory.tokens import TermCounts, count_pieces
@@ -174,3 +174,55 @@ def session_term_counts(chunks: Sequence[object]) -> TermCounts:
     the process that chunked them (see :class:`TermCounts`)."""
     documents = _documents_of_rows(document_rows(chunks), None, document_pieces)
     return count_pieces(list(documents), list(documents.values()))
+
+
+def results_of_calls(rows: Sequence[dict]) -> dict[str, dict]:
+    """``{call chunk id: result row}``: the first piece of the result of each tool
+    call whose first piece is among ``rows`` (with :data:`DOCUMENT_COLUMNS`; the
+    sessions' tool traffic, first pieces, from ``context_turns`` turns before the
+    calls to as many after), so a call is shown with what came of it.
+
+    Calls made together (an agent's parallel reads) are answered in the order they
+    were made: in a group (calls, then the results after them, until the next
+    call), when a tool has as many results as calls its k-th result is its k-th
+    call's; otherwise (a call left unanswered) each result is the nearest earlier
+    call's of its tool, the rule a result's document follows.  That rule alone
+    would give two parallel reads' results the second path; the document keeps
+    it because it reads the same from any read that reaches ``context_turns``
+    back, which a writer's incremental documents rely on.  A result more than
+    ``context_turns`` turns after its call, and a call no result answers, are absent."""
+    reach = DOCUMENT["context_turns"]
+    by_session: dict[str, list[dict]] = {}
+    for row in rows:
+        if row["block_type"] in ("tool_use", "tool_result") and not row["split_idx"]:
+            by_session.setdefault(row["session_id"], []).append(row)
+    out: dict[str, dict] = {}
+    for session_rows in by_session.values():
+        session_rows.sort(key=lambda r: (int(r["seq"] or 0), int(r["block_idx"] or 0), r["id"]))
+        groups: list[list[dict]] = []
+        for row in session_rows:
+            if not groups or (row["block_type"] == "tool_use" and groups[-1][-1]["block_type"] == "tool_result"):
+                groups.append([])
+            groups[-1].append(row)
+        for group in groups:
+            for call, result in _group_pairs(group):
+                if int(result["seq"] or 0) - int(call["seq"] or 0) <= reach and call["id"] not in out:
+                    out[call["id"]] = result
+    return out
+
+
+def _group_pairs(group: list[dict]) -> Iterator[tuple[dict, dict]]:
+    """(call, result) of one group of tool traffic in session order (:func:`results_of_calls`)."""
+    calls: dict[str | None, list[dict]] = {}
+    results: dict[str | None, list[dict]] = {}
+    for row in group:
+        (calls if row["block_type"] == "tool_use" else results).setdefault(row.get("tool_name"), []).append(row)
+    for tool, answers in results.items():
+        made = calls.get(tool, [])
+        if len(made) == len(answers):
+            yield from zip(made, answers)
+            continue
+        for answer in answers:
+            earlier = [call for call in made if (call["seq"], call["block_idx"]) < (answer["seq"], answer["block_idx"])]
+            if earlier:
+                yield earlier[-1], answer

@@ -21,7 +21,7 @@ from funes.embedding import awaiting_vector_sql, dense_tiers, int8_tiers
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
 from funes.memory.health import TableDamage, damaged_fragments, intact_fragments, lost_versions, open_newest_readable
 from funes.memory.heap import return_freed_memory
-from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, call_heads, documents_from_rows
+from funes.memory.documents import DOCUMENT, DOCUMENT_COLUMNS, call_heads, documents_from_rows, results_of_calls
 from funes.memory.lexical import LexicalIndex
 from funes.memory.location import MemoryLocation
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, decode_metadata, missing_fields
@@ -363,6 +363,30 @@ class Memory:
         calls = self.scan(DOCUMENT_COLUMNS, f"({spans_sql({sid: (low - reach, high) for sid, (low, high) in spans.items()})})"
                           " AND block_type = 'tool_use' AND split_idx = 0").to_pylist()
         return call_heads(results, calls)
+
+    def call_results(self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+        """The first piece of the result of each tool call among ``rows`` (``{call
+        chunk id: row}``, with :data:`DOCUMENT_COLUMNS` and ``columns``), paired by
+        :func:`funes.memory.documents.results_of_calls`, keyed by each row's id (a
+        later piece of a long call stands for its call): one read of the first pieces
+        of the tool traffic in reach of them.  A call with no result is absent."""
+        calls = [row for row in rows if row.get("block_type") == "tool_use"]
+        if not calls:
+            return {}
+        spans = session_spans(calls)
+        reach = DOCUMENT["context_turns"]
+        traffic = self.scan(list(dict.fromkeys([*DOCUMENT_COLUMNS, *columns])),
+                            f"({spans_sql({sid: (low - reach, high + reach) for sid, (low, high) in spans.items()})})"
+                            " AND block_type IN ('tool_use', 'tool_result') AND split_idx = 0").to_pylist()
+        pairs = results_of_calls(traffic)
+        first_piece = {(row["session_id"], row["seq"], row["block_idx"]): row["id"] for row in traffic
+                       if row["block_type"] == "tool_use"}
+        out = {}
+        for row in calls:  # a hit on a later piece of a long call is its block's hit
+            result = pairs.get(first_piece.get((row["session_id"], row["seq"], row["block_idx"])))
+            if result is not None:
+                out[row["id"]] = result
+        return out
 
     def block_chunks(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[int]]:
         """The row ids (this memory's version: for :meth:`block_pieces`), in split

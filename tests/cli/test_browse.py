@@ -111,6 +111,12 @@ def test_search_shows_hits_with_provenance_and_a_link_to_the_turn(signed_in):
     assert "<option value='claude_code' selected>" in answer.text  # the filter kept as chosen
 
 
+def test_a_tool_calls_hit_shows_its_result(signed_in):
+    answer = signed_in.get("/search", params={"q": "Get-ChildItem list files in working directory", "k": "5"})
+    assert answer.status_code == 200
+    assert "⇒ what came of it: " in answer.text and "<pre>(PowerShell completed with no output)</pre>" in answer.text
+
+
 def test_a_bad_filter_is_an_error_on_the_page(signed_in):
     answer = signed_in.get("/search", params={"q": "tests", "since": "bogus"})
     assert answer.status_code == 400

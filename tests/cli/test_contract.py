@@ -39,7 +39,7 @@ def test_the_recall_example_is_what_the_formatter_prints(memory_home):
     assert format_recall(_result([hit])) == example
     # The layout block names the same line shapes, the count of hits the budget left out last.
     shapes = [line.split("<")[0] for line in layout.splitlines()]
-    assert shapes == ["[", "  → get ", "  ! ", "> ", "  ~ [", "---", ""]
+    assert shapes == ["[", "  → get ", "  ! ", "> ", "  ⇒ [", "> ", "  ~ [", "---", ""]
     assert layout.splitlines()[-1] == "<N> more hits: a larger budget (--budget) or k (-k) shows them"
     assert re.search(r"^Contract version: \d+ ", CONTRACT.read_text(encoding="utf-8"), flags=re.M)
 
@@ -179,12 +179,15 @@ def _parse_recall(output: str, split) -> list[dict]:
     hits: list[dict] = []
     for line in split(output.removesuffix("\n")):
         if line.startswith("["):
-            hits.append({"header": line, "get": None, "text": [], "neighbors": []})
+            hits.append({"header": line, "get": None, "text": [], "result": None, "neighbors": []})
         elif line.startswith("  → get "):
             assert hits[-1]["get"] is None, line
             hits[-1]["get"] = line.removeprefix("  → get ").split(" ")
+        elif line.startswith("  ⇒ ["):
+            assert hits[-1]["result"] is None, line
+            hits[-1]["result"] = {"line": line, "text": []}
         elif line == ">" or line.startswith("> "):
-            hits[-1]["text"].append(line[2:])
+            (hits[-1]["result"] or hits[-1])["text"].append(line[2:])
         elif line.startswith("  ~ ["):
             hits[-1]["neighbors"].append(line)
         else:

@@ -305,3 +305,37 @@ def test_a_tool_results_call_head_is_what_its_document_carries(tmp_path):
     for chunk, head in heads.items():
         assert everything[chunk].startswith(head + "\n")
     assert memory.call_heads([r for r in rows if r["block_type"] != "tool_result"]) == {}
+
+
+def test_each_tool_call_is_shown_with_its_own_result_parallel_calls_too(tmp_path):
+    """What a tool call's hit shows after it (retrieval/search.py): the result that
+    call produced.  Calls made together are answered in order, so two parallel
+    reads each get their own file; a call left unanswered gets none, and neither
+    does a later piece of a long call stand for anything but its call."""
+    from dataclasses import replace
+
+    location = location_for(str(tmp_path / "m"))
+    far = DOCUMENT["context_turns"] + 1
+    read = lambda seq, block_type, text: _tool_chunk("s1", seq, block_type, text, tool="Read")  # noqa: E731
+    long_call = _tool_chunk("s1", 6, "tool_use", json.dumps({"command": "pytest -q " + "--verbose " * 80}))
+    chunks = [
+        read(0, "tool_use", json.dumps({"file_path": "/a.py"})),
+        read(1, "tool_use", json.dumps({"file_path": "/b.py"})),
+        read(2, "tool_result", "contents of a"),
+        read(3, "tool_result", "contents of b"),
+        _tool_chunk("s1", 4, "tool_use", json.dumps({"command": "make"})),  # interrupted: no result
+        _chunk("s1", 5, "never mind, run the tests"),
+        long_call,
+        replace(long_call, id=chunk_id("s1", "t6", 0, 1), split_idx=1, char_start=600, text="--verbose " * 20),
+        _tool_chunk("s1", 7, "tool_result", "3 passed"),
+        _tool_chunk("s2", 0, "tool_use", json.dumps({"command": "make"})),
+        _tool_chunk("s2", far, "tool_result", "make: nothing to be done"),  # out of reach
+    ]
+    with MemoryWriter.open(location, IDENTITY, dim=4) as writer:
+        writer.add_chunks(chunks)
+    memory = Memory.open(location)
+    rows = memory.rows([c.id for c in chunks]).values()
+    results = {call: row["text"] for call, row in memory.call_results(rows).items()}
+    assert results == {chunks[0].id: "contents of a", chunks[1].id: "contents of b",
+                       chunks[6].id: "3 passed", chunks[7].id: "3 passed"}
+    assert memory.call_results([r for r in rows if r["block_type"] != "tool_use"]) == {}

@@ -291,3 +291,25 @@ def test_a_recall_loads_the_query_model_before_parsing_only_where_it_may_use_it(
     preloaded = recall_cmd._preloaded_embedder.result(timeout=60)
     np.testing.assert_array_equal(preloaded.embed(["why did the build fail"]),
                                   load_embedder(for_queries=True).embed(["why did the build fail"]))
+
+
+def test_a_tool_calls_hit_shows_what_came_of_it(memory_home):
+    """A command alone does not say what it did: a hit on a tool call carries the
+    result that call produced, in `--json` and in the agent format (docs/contract.md)."""
+    query = ["recall", "Get-ChildItem list files in working directory", "-k", "5"]
+    hits = recall_json(*query[1:])
+    call = next(h for h in hits if h["block_type"] == "tool_use" and "Get-ChildItem" in h["text"])
+    result = call["result"]
+    assert (result["block_type"], result["text"]) == ("tool_result", "(PowerShell completed with no output)")
+    assert result["seq"] > call["seq"] and result["turn_uuid"] != call["turn_uuid"]
+    assert call["text"].endswith("\n" + result["text"]) and "Get-ChildItem" in call["text"].split("\n")[0]
+    assert all(h["result"] is None for h in hits if h["block_type"] != "tool_use")
+    shown = funes(*query)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    opened = lines.index(f"  ⇒ [{result['role']} tool_result seq{result['seq']}]")
+    assert lines[opened + 1] == "> (PowerShell completed with no output)"
+    assert any("Get-ChildItem" in line for line in lines[:opened] if line.startswith("> "))
+    closing = lines.index("---", opened)
+    assert not any(line.startswith(f"  ~ [{result['role']} tool_result seq{result['seq']}]")
+                   for line in lines[opened:closing])  # not previewed again as a neighbour

@@ -111,3 +111,25 @@ def test_json_keeps_every_hit_whole_whatever_the_budget(memory_home):
     assert json.loads(small.stdout) == json.loads(plain.stdout) and len(json.loads(plain.stdout)) == 5
     text = _funes("recall", "flaky test", "-k", "5", "--budget", "200")
     assert text.returncode == 0 and len(text.stdout.rstrip("\n")) <= 200 * CHARS_PER_TOKEN
+
+
+def test_a_tool_call_shows_its_result_once_and_within_the_budget():
+    """A call's hit shows its result after a `  ⇒ [` line; the result's turn is not
+    previewed again as a neighbour, a later hit on the same text is left out, and a
+    result that does not fit the budget is dropped before the call's own text."""
+    outcome = "ERROR migration 0042 failed on the orders table: index orders_created_idx already exists"
+    result = Neighbor(2, "user", "tool_result", "turn-2", outcome)
+    call = _hit(1, '{"command": "mix ecto.migrate"}', [result, Neighbor(0, "user", "text", "turn-0", "migrate it")],
+                block_type="tool_use")
+    call.result = result
+    again = _hit(2, outcome, block_type="tool_result")
+    other = _hit(3, GOLD)
+    lines = format_recall(_result([call, again, other])).splitlines()
+    opened = lines.index("  ⇒ [user tool_result seq2]")
+    assert lines[opened - 1] == '> {"command": "mix ecto.migrate"}' and lines[opened + 1] == "> " + outcome
+    assert "  ~ [user text seq0] migrate it" in lines
+    assert not any(line.startswith("  ~ [user tool_result seq2]") for line in lines)
+    assert sum(line.startswith("[") for line in lines) == 2 and "> " + GOLD in lines  # the repeat left out
+    call.result = Neighbor(2, "user", "tool_result", "turn-2", FILLER)
+    tight = format_recall(_result([call]), budget=60)
+    assert len(tight) <= 60 * CHARS_PER_TOKEN and "  ⇒ [" not in tight and '"mix ecto.migrate"' in tight
