@@ -108,8 +108,6 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
         seen = _one_line(window.strip(ELLIPSIS))
         if any(seen in earlier for _, _, earlier in shown):
             continue
-        if outcome:
-            seen = f"{seen} {_one_line(outcome_window.strip(ELLIPSIS))}"
         head = _header(hit, result.memory_label)
         room = limit - used - len(more_line(len(result.hits) - position)) - 1
         if _cost(head, window, outcome) > room:
@@ -120,9 +118,10 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
             while window and _cost(head, window) > room:
                 window = window[:len(window) - (_cost(head, window) - room)]
         cost = _cost(head, window, outcome)
-        shown.append((hit, [*head, quoted(window), *outcome], seen))
-        if outcome:
+        if outcome:  # only a result shown counts as shown
+            seen = f"{seen} {_one_line(outcome_window.strip(ELLIPSIS))}"
             result_turns.add(hit.result.turn_uuid)
+        shown.append((hit, [*head, quoted(window), *outcome], seen))
         used += cost
     reserve = len(more_line(left_out)) + 1 if left_out else 0
     lines_of = {}

@@ -133,3 +133,8 @@ def test_a_tool_call_shows_its_result_once_and_within_the_budget():
     call.result = Neighbor(2, "user", "tool_result", "turn-2", FILLER)
     tight = format_recall(_result([call]), budget=60)
     assert len(tight) <= 60 * CHARS_PER_TOKEN and "  ⇒ [" not in tight and '"mix ecto.migrate"' in tight
+    # A result left out for the budget is not "already shown": a later hit on its text still shows.
+    failure = "migration 0042 failed on the orders table: the index already exists"
+    call.result = Neighbor(2, "user", "tool_result", "turn-2", failure + "\n" + FILLER)
+    later = format_recall(_result([call, _hit(2, failure)]), budget=200)
+    assert "  ⇒ [" not in later and "> " + failure in later.splitlines()
