@@ -130,8 +130,9 @@ class DevSet:
         redo = [i for i, (row, vector) in enumerate(zip(rows, stored, strict=True))
                 if vector is None or row["tier"] in memory.int8_tiers]
         if redo:
-            fresh = embedder.embed([embedding_input(rows[i]["text"] or "", rows[i]["block_type"], rows[i]["tool_name"])
-                                    for i in redo])
+            calls = memory.call_heads([rows[i] for i in redo])  # a result is embedded with its call, as indexed
+            fresh = embedder.embed([embedding_input(rows[i]["text"] or "", rows[i]["block_type"], rows[i]["tool_name"],
+                                                    calls.get(rows[i]["id"])) for i in redo])
             for i, vector in zip(redo, fresh, strict=True):
                 stored[i] = vector
         vectors = np.asarray(stored, np.float32)

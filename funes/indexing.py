@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+import pyarrow.compute as pc
 
 from funes.chunking import Chunk, ChunkReport, chunk_session
 from funes.discovery import parse_unit
 from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS
 from funes.errors import TraceReadError
 from funes.exclusion import Exclusions, load_exclusions
-from funes.memory.documents import session_term_counts
+from funes.memory.documents import call_heads, document_rows, session_term_counts
 from funes.memory.tokens import TermCounts
 from funes.memory.location import MemoryLocation
 from funes.memory.writer import BACKLOG_PAGE, MemoryWriter
@@ -185,9 +186,18 @@ class IndexReport:
         return total
 
 
-def embedding_input(text: str, block_type: str | None = None, tool_name: str | None = None) -> str:
+def embedding_input(text: str, block_type: str | None = None, tool_name: str | None = None,
+                    call: str | None = None) -> str:
     """What the embedding model reads for a chunk: its text, with the tool named
-    for tool calls and output (the name carries meaning the JSON often lacks)."""
+    for tool calls and output (the name carries meaning the JSON often lacks), and
+    for a tool result the head of the ``call`` that produced it, as its BM25
+    document carries it (funes/memory/documents.py): output such as "EISDIR:
+    illegal operation on a directory" means something only beside the path that
+    was read.  Measured on both coding dev sets, the vectors of results read with
+    their call lift R@10 and the evidence shown within 1,000 tokens, while text read
+    with the conversation before it lowers both (BENCHMARKS.md, "Recall output budget")."""
+    if block_type == "tool_result" and call:
+        return f"{tool_name}: {call}\n{text}" if tool_name else f"{call}\n{text}"
     if tool_name and block_type in ("tool_use", "tool_result"):
         return f"{tool_name}: {text}"
     return text
@@ -263,8 +273,12 @@ def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: Te
     fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known and c.tier in tiers}.values())
     if not fresh:
         return {}
-    vectors = embedder.embed_chunks([embedding_input(c.text, c.block_type, c.tool_name) for c in fresh],
-                                    [c.tier for c in fresh], int8_tiers)
+    # A result's call is among its own session's chunks (a session is chunked whole).
+    results = [c for c in fresh if c.block_type == "tool_result"]
+    calls = call_heads(document_rows(results), document_rows(
+        c for item in sessions for c in item.chunks if c.block_type == "tool_use")) if results else {}
+    vectors = embedder.embed_chunks([embedding_input(c.text, c.block_type, c.tool_name, calls.get(c.id))
+                                     for c in fresh], [c.tier for c in fresh], int8_tiers)
     return {chunk.id: vector for chunk, vector in zip(fresh, vectors, strict=True)}
 
 
@@ -657,13 +671,15 @@ def embed_backlog(
             tiers = queue.column("tier").to_pylist()
             keys = [session_key(h, s) for h, s in zip(queue.column("harness").to_pylist(),
                                                        queue.column("session_id").to_pylist(), strict=True)]
+            calls = writer.call_heads(queue.filter(pc.equal(queue.column("block_type"), "tool_result")).to_pylist())
             stopped = False
             for start in range(0, len(ids), EMBED_STEP):
                 if start and halted():
                     stopped = True
                     break
                 end = min(start + EMBED_STEP, len(ids))
-                inputs = [embedding_input(texts[i], block_types[i], tools[i]) for i in range(start, end)]
+                inputs = [embedding_input(texts[i], block_types[i], tools[i], calls.get(ids[i]))
+                          for i in range(start, end)]
                 unstored.append((ids[start:end], embedder.embed_chunks(inputs, tiers[start:end], int8)))
                 filled.extend((tiers[i], len(texts[i] or "")) for i in range(start, end))
                 if report is not None:

@@ -98,6 +98,21 @@ def session_spans(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int
     return spans
 
 
+def read_call_heads(scan: Any, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The head of the call behind each tool result among ``rows`` (with
+    :data:`DOCUMENT_COLUMNS`), as its BM25 document carries it
+    (:func:`funes.memory.documents.call_heads`), read through ``scan(columns, where)
+    -> pa.Table``: one read of the first pieces of the calls in reach of them."""
+    results = [dict(row) for row in rows if row.get("block_type") == "tool_result"]
+    if not results:
+        return {}
+    spans = session_spans(results)
+    reach = DOCUMENT["context_turns"]
+    calls = scan(DOCUMENT_COLUMNS, f"({spans_sql({sid: (low - reach, high) for sid, (low, high) in spans.items()})})"
+                 " AND block_type = 'tool_use' AND split_idx = 0").to_pylist()
+    return call_heads(results, calls)
+
+
 def lexical_documents(scan: Any, ids: Sequence[str], total_rows: int) -> dict[str, str]:
     """The BM25 documents (:func:`funes.memory.lexical.document`) of chunk ``ids``,
     read through ``scan(columns, where) -> pa.Table``; ids not in the table are absent.
@@ -351,18 +366,9 @@ class Memory:
         return lexical_documents(self.scan, ids, self.count())
 
     def call_heads(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-        """The head of the call behind each tool result among ``rows`` (with
-        :data:`DOCUMENT_COLUMNS`), as its BM25 document carries it
-        (:func:`funes.memory.documents.call_heads`): one read of the first pieces of
-        the calls in reach of them."""
-        results = [dict(row) for row in rows if row.get("block_type") == "tool_result"]
-        if not results:
-            return {}
-        spans = session_spans(results)
-        reach = DOCUMENT["context_turns"]
-        calls = self.scan(DOCUMENT_COLUMNS, f"({spans_sql({sid: (low - reach, high) for sid, (low, high) in spans.items()})})"
-                          " AND block_type = 'tool_use' AND split_idx = 0").to_pylist()
-        return call_heads(results, calls)
+        """The head of the call behind each tool result among ``rows``
+        (:func:`read_call_heads`)."""
+        return read_call_heads(self.scan, rows)
 
     def call_results(self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
         """The first piece of the result of each tool call among ``rows`` (``{call

@@ -37,7 +37,8 @@ from funes.memory.documents import DOCUMENT_COLUMNS, document_rows, documents_fr
 from funes.memory.lexical import LexicalIndex
 from funes.memory.tokens import TermCounts
 from funes.memory.location import MemoryLocation
-from funes.memory.reader import Memory, check_identity, lexical_documents, remote_failure, resolve_session
+from funes.memory.reader import Memory, check_identity, lexical_documents, read_call_heads, remote_failure, \
+    resolve_session
 from funes.memory.schema import META_PREFIX, ROW_COLUMNS, SCHEMA_VERSION, TABLE_NAME, chunk_schema, decode_metadata, \
     missing_fields
 from funes.memory.sql import sql_in
@@ -52,7 +53,8 @@ from funes.memory.upkeep import IndexUpkeep
 WRITER_INDEX_CACHE_BYTES = 128 << 20
 WRITER_METADATA_CACHE_BYTES = 64 << 20
 # What the embedding backlog reads of a row, and how many rows it reads at a time.
-BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id")
+BACKLOG_COLUMNS = ("id", "text", "tier", "ts", "tool_name", "block_type", "harness", "session_id", "seq", "block_idx",
+                   "split_idx")
 BACKLOG_PAGE = 4096
 # Rows :meth:`MemoryWriter.sync_lexical` indexes per segment (whole sessions at a time).
 LEXICAL_PAGE = 4096
@@ -337,6 +339,11 @@ class MemoryWriter:
         if where:
             query = query.where(where)
         return query.select(list(columns)).limit(None).to_arrow()
+
+    def call_heads(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+        """The head of the call behind each tool result among ``rows``
+        (:func:`funes.memory.reader.read_call_heads`): what its vector is embedded with."""
+        return read_call_heads(self._scan, rows)
 
     def _fetch_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The BM25 documents of chunk ids (see :func:`lexical_documents`)."""

@@ -120,12 +120,16 @@ def _stored_vectors(funes_home: Path, where: str) -> tuple[list[str], np.ndarray
     import lance
 
     from funes.indexing import embedding_input
+    from funes.memory.documents import DOCUMENT_COLUMNS
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
 
     table = lance.dataset(str(funes_home / "memory" / "chunks.lance")).to_table(
-        columns=["text", "block_type", "tool_name", "vector"], filter=f"vector IS NOT NULL AND {where}", limit=24)
+        columns=[*DOCUMENT_COLUMNS, "vector"], filter=f"vector IS NOT NULL AND {where}", limit=24)
     rows = table.to_pylist()
     assert rows, where
-    return ([embedding_input(r["text"], r["block_type"], r["tool_name"]) for r in rows],
+    calls = Memory.open(local_memory()).call_heads(rows)
+    return ([embedding_input(r["text"], r["block_type"], r["tool_name"], calls.get(r["id"])) for r in rows],
             np.asarray([r["vector"] for r in rows], dtype=np.float32))
 
 
@@ -219,3 +223,30 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
         assert embed_backlog(writer, OnnxEmbedder(), limit=1) == 1
         assert writer.stats().pending_by_tier == {3: 1}  # the text took the one vector allowed
     assert onnx_path("int8").is_file()
+
+
+def test_a_tool_result_is_embedded_with_its_call_whichever_path_embeds_it(isolated_env):
+    """"What did the upload test print" names the command, not the output: a result's
+    vector reads the head of its call, in a write (a hook's turn) and in the backlog alike."""
+    from funes.embedding import OnnxEmbedder
+    from funes.indexing import SessionChunks, embed_backlog, embed_stage, open_writer
+    from funes.memory.location import local_memory
+    from hub_helpers import chunk
+
+    output = "3 passed, 1 failed: test_upload_retries"
+    rows = [chunk("s-25", 0, "run the upload tests", tier=1),
+            chunk("s-25", 1, json.dumps({"command": "pytest -q tests/test_upload.py"}), tier=2,
+                  block_type="tool_use", tool_name="Bash"),
+            chunk("s-25", 2, output, tier=3, block_type="tool_result", tool_name="Bash")]
+    embedder = OnnxEmbedder()
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(rows)
+        assert embed_backlog(writer, embedder) == 2  # the call is left to BM25
+        int8 = writer.int8_tiers
+    expected = embedder.embed_chunks(["Bash: pytest -q tests/test_upload.py\n" + output], [3], int8)[0]
+    texts, stored = _stored_vectors(isolated_env / ".funes", "block_type = 'tool_result'")
+    assert texts == ["Bash: pytest -q tests/test_upload.py\n" + output]
+    assert np.abs(stored[0] - expected).max() < 1e-4
+    inline = embed_stage([SessionChunks(None, rows, None)], set(), embedder, (1, 3), int8)
+    assert np.abs(inline[rows[2].id] - expected).max() < 1e-4
+    assert np.abs(inline[rows[2].id] - embedder.embed_chunks([f"Bash: {output}"], [3], int8)[0]).max() > 1e-3
