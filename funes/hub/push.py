@@ -60,8 +60,9 @@ from funes.memory.reader import Memory
 
 MAX_ATTEMPTS = 8
 # The columns `funes scrub` rewrites: a remote row differing from the local one in any
-# of them may still hold what was scrubbed.
-SCRUBBED_COLUMNS = ("text", "files", "commands")
+# of them may still hold what was scrubbed (a tool result's vector reads its call, so a
+# result whose call was redacted is embedded again).
+SCRUBBED_COLUMNS = ("text", "files", "commands", "vector")
 RETRY_BASE_S = 0.25
 
 
@@ -341,7 +342,7 @@ class _Publication:
 
     def _scrub_outdated(self, remote_table: _RemoteTable | None) -> frozenset[str]:
         """The remote's chunks that `funes scrub` changed here (text replaced or dropped,
-        files or commands redacted in place) and that still differ there in one of those
+        files or commands redacted in place, a result embedded again) and that still differ there in one of those
         columns (a chunk already replaced reads the same on both sides).  A column the
         remote's table lacks (one written before it existed) holds nothing to retract."""
         if remote_table is None or not self.scrubbed:

@@ -5,7 +5,8 @@ another tool).  Scrub rebuilds every stored block from its chunks and redacts it
 
 * a secret that can be located is replaced by ``[REDACTED:<rule>]``, the block is split
   again and only its replacement chunks are re-embedded, those of the memory's dense
-  tiers (clean blocks keep theirs);
+  tiers (clean blocks keep theirs, but a tool result whose call was redacted is embedded
+  again: its vector reads the call);
 * a block whose secret cannot be located safely is dropped entirely;
 * the files and commands a turn's chunks carry are redacted the same way (cleared
   when a secret cannot be located), their rows otherwise unchanged;
@@ -31,6 +32,7 @@ import numpy as np
 from funes.chunking import Chunk, chunk_id, split_text
 from funes.hub.gate import block_text
 from funes.indexing import TextEmbedder, embedding_input
+from funes.memory.documents import call_heads, document_rows
 from funes.memory.schema import ROW_COLUMNS
 from funes.memory.sql import quote
 from funes.memory.writer import MemoryWriter
@@ -50,12 +52,15 @@ class ScrubReport:
     chunks_written: int = 0
     removed_ids: list[str] = field(default_factory=list)  # chunks replaced or dropped
     provenance_redacted: int = 0  # chunks kept whose files or commands were redacted in place
+    results_reembedded: int = 0  # clean tool-result chunks embedded again with their call redacted
 
     def summary(self) -> str:
         found = ", ".join(f"{rule}×{n}" for rule, n in sorted(self.secrets.items())) or "none"
         return (f"scanned {self.blocks} blocks: {self.redacted_blocks} redacted, {self.dropped_blocks} dropped"
                 f" (secrets: {found}); {self.chunks_removed} chunks replaced by {self.chunks_written};"
-                f" files/commands redacted on {self.provenance_redacted} chunk(s); older versions deleted")
+                f" files/commands redacted on {self.provenance_redacted} chunk(s);"
+                f" {self.results_reembedded} tool result(s) embedded again with their call redacted;"
+                " older versions deleted")
 
 
 def _redacted_provenance(rows: list[dict], report: ScrubReport) -> dict[tuple[str, str], dict[str, str | None]]:
@@ -77,15 +82,18 @@ def _redacted_provenance(rows: list[dict], report: ScrubReport) -> dict[tuple[st
     return redacted
 
 
-def _owed_vectors(chunks: list[Chunk], writer: MemoryWriter, embedder: TextEmbedder) -> np.ndarray | None:
+def _owed_vectors(chunks: list[Chunk], calls: dict[str, str], writer: MemoryWriter,
+                  embedder: TextEmbedder) -> np.ndarray | None:
     """Vectors for ``chunks``, one row each: embedded for the chunks of the memory's
-    dense tiers (at the precision it stamps for each), NaN (stored as no vector) for
-    the others, which the tier policy leaves to BM25, as a first index does."""
+    dense tiers (at the precision it stamps for each; a tool result with the head of
+    its call, ``calls``, as indexing embeds it), NaN (stored as no vector) for the
+    others, which the tier policy leaves to BM25, as a first index does."""
     owed = [i for i, c in enumerate(chunks) if c.tier in writer.dense_tiers]
     if not owed:
         return None
-    embedded = embedder.embed_chunks([embedding_input(chunks[i].text, chunks[i].block_type, chunks[i].tool_name)
-                                      for i in owed], [chunks[i].tier for i in owed], writer.int8_tiers)
+    embedded = embedder.embed_chunks([embedding_input(chunks[i].text, chunks[i].block_type, chunks[i].tool_name,
+                                                      calls.get(chunks[i].id)) for i in owed],
+                                     [chunks[i].tier for i in owed], writer.int8_tiers)
     vectors = np.full((len(chunks), embedded.shape[1]), np.nan, dtype=np.float32)
     vectors[owed] = embedded
     return vectors
@@ -124,18 +132,30 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
         for split_idx, (start, piece) in enumerate(split_text(redaction.text)):
             replacements.append(Chunk(id=chunk_id(key[0], key[1], key[2], split_idx), text=piece,
                                       split_idx=split_idx, char_start=start, **shared))
+    # A tool result's vector reads the head of its call (funes/indexing.py): a clean
+    # result whose call was redacted is written again, embedded from the redacted call,
+    # else its vector would still derive from the secret.
+    gone = set(removed)
+    before = call_heads(rows, ())
+    after = call_heads([*(row for row in rows if row["id"] not in gone), *document_rows(replacements)], ())
+    stale = [row for row in rows if row["id"] not in gone and row["id"] in before
+             and before[row["id"]] != after.get(row["id"])]
+    replacements += [Chunk(id=row["id"], text=row["text"], split_idx=int(row["split_idx"] or 0),
+                           char_start=int(row["char_start"] or 0), **{name: row[name] for name in _BLOCK_FIELDS})
+                     for row in stale]
+    report.results_reembedded = len(stale)
     # Every write comes after the record: a scrub cut short must still have the next push
     # look at these (a chunk whose files or commands were redacted in place counts too:
     # a remote that received it holds the old values in those columns).
     reprovenanced = [row["id"] for row in rows if (row["session_id"], row["turn_uuid"]) in provenance]
     if removed or reprovenanced:
-        writer.coverage.record_scrubbed([*removed, *reprovenanced])
+        writer.coverage.record_scrubbed([*removed, *reprovenanced, *(row["id"] for row in stale)])
     for (session_id, turn_uuid), values in provenance.items():
         writer.table.update(where=f"session_id = {quote(session_id)} AND turn_uuid = {quote(turn_uuid)}",
                             values=values)
     if removed:
-        writer.replace_chunks(removed, replacements, _owed_vectors(replacements, writer, embedder))
-    report.chunks_removed, report.chunks_written = len(removed), len(replacements)
+        writer.replace_chunks(removed, replacements, _owed_vectors(replacements, after, writer, embedder))
+    report.chunks_removed, report.chunks_written = len(removed), len(replacements) - len(stale)
     report.provenance_redacted = len(set(reprovenanced) - set(removed))
     report.removed_ids = removed
     writer.maintain(keep_versions_for=timedelta(0))

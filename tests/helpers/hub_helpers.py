@@ -131,14 +131,18 @@ def changed_files(hub_server, repo_id: str, commit: str) -> dict[str, str]:
 
 def remote_ids(hub_server, repo_id: str) -> set[str]:
     """Chunk ids of the table at the head commit, read from a checkout of the git repo."""
+    return {row["id"] for row in remote_rows(hub_server, repo_id, ["id"])}
+
+
+def remote_rows(hub_server, repo_id: str, columns: list[str]) -> list[dict]:
+    """``columns`` of every row of the table at the head commit, read from a checkout of the git repo."""
     import lance
 
     with tempfile.TemporaryDirectory() as folder:
         archive = subprocess.run(["git", f"--git-dir={hub_server.git_dir(repo_id, 'dataset')}", "archive", "main"],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-        table = lance.dataset(f"{folder}/chunks.lance").to_table(columns=["id"])
-        return set(table.column("id").to_pylist())
+        return lance.dataset(f"{folder}/chunks.lance").to_table(columns=columns).to_pylist()
 
 
 def head_text(hub_server, repo_id: str) -> str:

@@ -18,6 +18,7 @@ from hub_helpers import (
     head_text,
     local_ids,
     remote_ids,
+    remote_rows,
     remote_status,
     secret_forms,
     unscanned_egress,
@@ -98,6 +99,43 @@ def test_a_secret_scrubbed_from_a_stored_command_leaves_the_remote(isolated_env,
         assert remote_status(*flags)["scrubbed_chunks"] == 0
     again = funes("push", repo_id)
     assert again.returncode == 0 and "up to date" in again.stderr
+
+
+@pytest.mark.slow
+def test_a_result_embedded_again_for_its_scrubbed_call_gets_its_new_vector_on_the_remote(isolated_env, hub_server):
+    """A tool result's vector reads its call: once scrub redacts the call and embeds the
+    result again, the remote still holds the vector made from the secret until the next
+    push replaces it, and status says so."""
+    from funes.hub.push import push
+
+    repo_id = "test-user/scrub-result-vector"
+    output = "deployed build 4711 to staging in 38 s"
+    write_memory([
+        chunk(SESSION, 1, "Ship the build to staging."),
+        chunk(SESSION, 2, json.dumps({"command": f"deploy --token {SECRET.value} --env staging"}),
+              block_type="tool_use", tool_name="Bash", tier=2),
+        chunk(SESSION, 3, output, block_type="tool_result", tool_name="Bash", tier=3),
+    ])
+    with unscanned_egress():
+        push(repo_id, assume_yes=True)
+    scrubbed = funes("scrub")
+    assert scrubbed.returncode == 0, scrubbed.stderr
+    assert "1 chunks replaced by 1;" in scrubbed.stderr and "; 1 tool result(s) embedded again" in scrubbed.stderr
+    local = {row["block_type"]: row for row in lance.dataset(str(isolated_env / ".funes" / "memory" / "chunks.lance"))
+             .to_table(columns=["id", "block_type", "vector"]).to_pylist()}
+    result = local["tool_result"]["id"]
+    before = {row["id"]: row["vector"] for row in remote_rows(hub_server, repo_id, ["id", "vector"])}
+    assert before[result] != local["tool_result"]["vector"]
+    assert remote_status("--check-remotes")["scrubbed_chunks"] == 2  # the call and its result
+
+    pushed = funes("push", repo_id, "--json")
+    assert pushed.returncode == 0, pushed.stderr
+    assert json.loads(pushed.stdout)["scrub_retracted"] == 2
+    after = {row["id"]: row["vector"] for row in remote_rows(hub_server, repo_id, ["id", "vector"])}
+    assert after[result] == local["tool_result"]["vector"]
+    assert after[local["text"]["id"]] == before[local["text"]["id"]]
+    assert not holds_secret(head_text(hub_server, repo_id))
+    assert remote_status("--check-remotes")["scrubbed_chunks"] == 0
 
 
 def test_pushing_onto_a_version_1_table_gives_it_the_provenance_columns(isolated_env, hub_server, tmp_path):

@@ -132,3 +132,38 @@ def test_scrub_embeds_the_replacements_the_tier_policy_owes_a_vector(isolated_en
     assert all("[REDACTED:" in r["text"] for r in rows)
     by_type = {r["block_type"]: r["vector"] for r in rows}
     assert by_type["text"] is not None and by_type["tool_use"] is None
+
+
+def test_scrub_embeds_a_clean_result_again_when_its_call_held_the_secret(isolated_env, capsys):
+    """A tool result's vector reads its call (funes/indexing.py): once the call is
+    redacted, the result is embedded again from the redacted call, so no vector still
+    derives from the secret, and the next push replaces it on the remote."""
+    from funes.embedding import OnnxEmbedder
+    from funes.memory.coverage import Coverage
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+
+    secret = next(s for s in SECRETS if s.kind == "github_classic_pat")
+    session = "c0ffee00-0000-4000-8000-000000000004"
+    output = "deployed build 4711 to staging in 38 s"
+    write_memory([
+        chunk(session, 1, "ship the build to staging"),
+        chunk(session, 2, json.dumps({"command": f"deploy --token {secret.value} --env staging"}),
+              block_type="tool_use", tool_name="Bash", tier=2),
+        chunk(session, 3, output, block_type="tool_result", tool_name="Bash", tier=3),
+    ])
+    table = isolated_env / ".funes" / "memory" / "chunks.lance"
+    before = {r["block_type"]: r for r in lance.dataset(str(table)).to_table(
+        columns=["id", "block_type", "vector"]).to_pylist()}
+    assert run_cli("scrub") == 0
+    assert "; 1 tool result(s) embedded again with their call redacted;" in capsys.readouterr().err
+    rows = {r["block_type"]: r for r in lance.dataset(str(table)).to_table(
+        columns=["id", "block_type", "text", "vector"]).to_pylist()}
+    command = json.loads(rows["tool_use"]["text"])["command"]
+    assert command.startswith("deploy --token [REDACTED:") and rows["tool_result"]["text"] == output
+    expected = OnnxEmbedder().embed_chunks([f"Bash: {command}\n{output}"], [3], Memory.open(local_memory()).int8_tiers)
+    assert abs(rows["tool_result"]["vector"] - expected[0]).max() < 1e-4
+    assert rows["text"]["vector"] == before["text"]["vector"]  # a clean turn keeps its vector
+    coverage = Coverage(isolated_env / ".funes" / "memory" / "coverage.sqlite")
+    assert {rows["tool_use"]["id"], rows["tool_result"]["id"]} <= set(coverage.scrubbed())
+    coverage.close()
