@@ -195,7 +195,7 @@ def embedding_input(text: str, block_type: str | None = None, tool_name: str | N
     illegal operation on a directory" means something only beside the path that
     was read.  Measured on both coding dev sets, the vectors of results read with
     their call lift R@10 and the evidence shown within 1,000 tokens, while text read
-    with the conversation before it lowers both (BENCHMARKS.md, "Recall output budget")."""
+    with the conversation before it lowers both (BENCHMARKS.md, "A tool result embedded with its call")."""
     if block_type == "tool_result" and call:
         return f"{tool_name}: {call}\n{text}" if tool_name else f"{call}\n{text}"
     if tool_name and block_type in ("tool_use", "tool_result"):
