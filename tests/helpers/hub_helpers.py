@@ -94,6 +94,20 @@ def chunk(session_id: str, turn: int, text: str, *, repo: str | None = None, blo
     return Chunk(**values)
 
 
+DEPLOY_OUTPUT = "deployed build 4711 to staging in 38 s"
+
+
+def deploy_with_token(session_id: str, token: str) -> list:
+    """A request, the Bash call that ran a deploy with ``token`` on its command line,
+    and that call's clean output (:data:`DEPLOY_OUTPUT`): a result whose call holds a secret."""
+    import json
+
+    return [chunk(session_id, 1, "Ship the build to staging."),
+            chunk(session_id, 2, json.dumps({"command": f"deploy --token {token} --env staging"}),
+                  block_type="tool_use", tool_name="Bash", tier=2),
+            chunk(session_id, 3, DEPLOY_OUTPUT, block_type="tool_result", tool_name="Bash", tier=3)]
+
+
 def local_ids(funes_home: Path) -> set[str]:
     import lance
 

@@ -13,6 +13,7 @@ import pytest
 from fake_secrets import generate_secrets
 from hub_helpers import (
     chunk,
+    deploy_with_token,
     env_with,
     funes,
     head_text,
@@ -109,13 +110,7 @@ def test_a_result_embedded_again_for_its_scrubbed_call_gets_its_new_vector_on_th
     from funes.hub.push import push
 
     repo_id = "test-user/scrub-result-vector"
-    output = "deployed build 4711 to staging in 38 s"
-    write_memory([
-        chunk(SESSION, 1, "Ship the build to staging."),
-        chunk(SESSION, 2, json.dumps({"command": f"deploy --token {SECRET.value} --env staging"}),
-              block_type="tool_use", tool_name="Bash", tier=2),
-        chunk(SESSION, 3, output, block_type="tool_result", tool_name="Bash", tier=3),
-    ])
+    write_memory(deploy_with_token(SESSION, SECRET.value))
     with unscanned_egress():
         push(repo_id, assume_yes=True)
     scrubbed = funes("scrub")

@@ -9,8 +9,10 @@ import pytest
 
 from fake_secrets import generate_secrets
 from hub_helpers import (
+    DEPLOY_OUTPUT,
     assert_no_secret_published,
     chunk,
+    deploy_with_token,
     everything_published,
     index_into_local_memory,
     local_ids,
@@ -144,14 +146,7 @@ def test_scrub_embeds_a_clean_result_again_when_its_call_held_the_secret(isolate
     from funes.memory.reader import Memory
 
     secret = next(s for s in SECRETS if s.kind == "github_classic_pat")
-    session = "c0ffee00-0000-4000-8000-000000000004"
-    output = "deployed build 4711 to staging in 38 s"
-    write_memory([
-        chunk(session, 1, "ship the build to staging"),
-        chunk(session, 2, json.dumps({"command": f"deploy --token {secret.value} --env staging"}),
-              block_type="tool_use", tool_name="Bash", tier=2),
-        chunk(session, 3, output, block_type="tool_result", tool_name="Bash", tier=3),
-    ])
+    write_memory(deploy_with_token("c0ffee00-0000-4000-8000-000000000004", secret.value))
     table = isolated_env / ".funes" / "memory" / "chunks.lance"
     before = {r["block_type"]: r for r in lance.dataset(str(table)).to_table(
         columns=["id", "block_type", "vector"]).to_pylist()}
@@ -160,8 +155,9 @@ def test_scrub_embeds_a_clean_result_again_when_its_call_held_the_secret(isolate
     rows = {r["block_type"]: r for r in lance.dataset(str(table)).to_table(
         columns=["id", "block_type", "text", "vector"]).to_pylist()}
     command = json.loads(rows["tool_use"]["text"])["command"]
-    assert command.startswith("deploy --token [REDACTED:") and rows["tool_result"]["text"] == output
-    expected = OnnxEmbedder().embed_chunks([f"Bash: {command}\n{output}"], [3], Memory.open(local_memory()).int8_tiers)
+    assert command.startswith("deploy --token [REDACTED:") and rows["tool_result"]["text"] == DEPLOY_OUTPUT
+    expected = OnnxEmbedder().embed_chunks([f"Bash: {command}\n{DEPLOY_OUTPUT}"], [3],
+                                           Memory.open(local_memory()).int8_tiers)
     assert abs(rows["tool_result"]["vector"] - expected[0]).max() < 1e-4
     assert rows["text"]["vector"] == before["text"]["vector"]  # a clean turn keeps its vector
     coverage = Coverage(isolated_env / ".funes" / "memory" / "coverage.sqlite")
