@@ -22,10 +22,10 @@ def chunk_embeddings(
     embedder: EmbedderResource,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Per session, vectors for the chunks the memory does not hold yet (chunk id → vector)."""
-    known, (tiers, int8_tiers) = memory.stored_ids(), memory.vector_policy()
+    known, (tiers, int8_tiers, read_calls) = memory.stored_ids(), memory.vector_policy()
     out: dict[str, dict[str, np.ndarray]] = {}
     for key, item in redacted_chunks.items():
-        out[key] = (embed_stage([item], known, embedder.embedder(), tiers, int8_tiers)
+        out[key] = (embed_stage([item], known, embedder.embedder(), tiers, int8_tiers, read_calls)
                     if item is not None and item.chunks else {})
         if item is not None:
             embedded = tiers_embedded(item.chunks, out[key].keys())

@@ -49,14 +49,15 @@ class MemoryResource(dg.ConfigurableResource):
     def stored_ids(self) -> set[str]:
         return stored_ids(self.location())
 
-    def vector_policy(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The tiers the memory embeds and those it embeds at int8 on CPU (a memory
-        not written yet gets the defaults, which it is created with)."""
+    def vector_policy(self) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+        """The tiers the memory embeds, those it embeds at int8 on CPU, and whether
+        it embeds a tool result after its call (a memory not written yet gets the
+        defaults, which it is created with)."""
         try:
             reader = self.reader()
         except MemoryMissingError:
-            return DENSE_TIERS, INT8_TIERS
-        return reader.dense_tiers, reader.int8_tiers
+            return DENSE_TIERS, INT8_TIERS, True
+        return reader.dense_tiers, reader.int8_tiers, reader.results_read_calls
 
 
 @functools.cache

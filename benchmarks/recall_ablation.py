@@ -130,7 +130,8 @@ class DevSet:
         redo = [i for i, (row, vector) in enumerate(zip(rows, stored, strict=True))
                 if vector is None or row["tier"] in memory.int8_tiers]
         if redo:
-            calls = memory.call_heads([rows[i] for i in redo])  # a result is embedded with its call, as indexed
+            # A result is embedded after its call where the memory's writers embed it so.
+            calls = memory.call_heads([rows[i] for i in redo]) if memory.results_read_calls else {}
             fresh = embedder.embed([embedding_input(rows[i]["text"] or "", rows[i]["block_type"], rows[i]["tool_name"],
                                                     calls.get(rows[i]["id"])) for i in redo])
             for i, vector in zip(redo, fresh, strict=True):

@@ -71,7 +71,7 @@ def index_command(
     limit: int = typer.Option(None, "--limit", help="Index at most N new or grown sessions."),
     no_thinking: bool = typer.Option(False, "--no-thinking", help="Leave thinking blocks out."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do everything without asking (scripts, hooks)."),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed every stored chunk from its own text (after a model change)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed every stored chunk from its stored text (after a model change)."),
     embed_all: bool = typer.Option(False, "--embed-all", help="Give every chunk a vector, tool calls too, from now on (by default tool calls are found by keyword only)."),
     memory: str = typer.Option(None, "--memory", help="Memory to write: local (default), a folder, or s3://…"),
 ) -> None:

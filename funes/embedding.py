@@ -177,6 +177,25 @@ def precision_metadata(tiers: Sequence[int] = INT8_TIERS) -> dict[str, str]:
     return {INT8_TIERS_KEY: ",".join(str(int(t)) for t in tiers)}
 
 
+# What the model reads of a tool result (funes.indexing.embedding_input): the head of
+# the call that produced it before its output, stamped on a memory when it is created
+# or rebuilt (`funes index --rebuild`).  A memory made before embeds its results as
+# their output alone, whatever process writes to it, so its vectors never mix two inputs.
+RESULT_INPUT_KEY = f"{_META_PREFIX}result_input"
+RESULT_AFTER_CALL = "call"
+
+
+def results_read_calls(metadata: Mapping[str, str]) -> bool:
+    """Whether a memory with this (decoded) schema metadata embeds a tool result after
+    the head of its call."""
+    return metadata.get(RESULT_INPUT_KEY) == RESULT_AFTER_CALL
+
+
+def input_metadata() -> dict[str, str]:
+    """The embedding input a new memory (or one rebuilt with every vector cleared) is stamped with."""
+    return {RESULT_INPUT_KEY: RESULT_AFTER_CALL}
+
+
 def awaiting_vector_sql(tiers: Sequence[int]) -> str:
     """Lance filter for the rows a memory embedding ``tiers`` still owes a vector (a
     row with no tier, written by an older funes, is embedded as before)."""

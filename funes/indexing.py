@@ -265,16 +265,18 @@ def chunk_stage(parsed: ParsedSession, *, include_thinking: bool = True) -> Sess
 
 
 def embed_stage(sessions: Sequence[SessionChunks], known: Set[str], embedder: TextEmbedder,
-                tiers: Container[int] = DENSE_TIERS, int8_tiers: Sequence[int] = INT8_TIERS) -> dict[str, np.ndarray]:
+                tiers: Container[int] = DENSE_TIERS, int8_tiers: Sequence[int] = INT8_TIERS,
+                read_calls: bool = True) -> dict[str, np.ndarray]:
     """Vectors for the sessions' chunks of ``tiers`` (the memory's policy, see
     :func:`funes.embedding.dense_tiers`) not among ``known`` (stored ones keep
-    theirs), those of ``int8_tiers`` at int8 on CPU (:func:`funes.embedding.int8_tiers`):
-    chunk id → vector."""
+    theirs), those of ``int8_tiers`` at int8 on CPU (:func:`funes.embedding.int8_tiers`),
+    a tool result after the head of its call when the memory reads calls
+    (``read_calls``, :func:`funes.embedding.results_read_calls`): chunk id → vector."""
     fresh = list({c.id: c for item in sessions for c in item.chunks if c.id not in known and c.tier in tiers}.values())
     if not fresh:
         return {}
     # A result's call is among its own session's chunks (a session is chunked whole).
-    results = [c for c in fresh if c.block_type == "tool_result"]
+    results = [c for c in fresh if c.block_type == "tool_result"] if read_calls else []
     calls = call_heads(document_rows(results), document_rows(
         c for item in sessions for c in item.chunks if c.block_type == "tool_use")) if results else {}
     vectors = embedder.embed_chunks([embedding_input(c.text, c.block_type, c.tool_name, calls.get(c.id))
@@ -572,7 +574,8 @@ def index_units(
 
     def flush() -> None:
         nonlocal batch_chunks
-        vectors = (embed_stage(batch, writer.known_ids(), embedder, writer.dense_tiers, writer.int8_tiers)
+        vectors = (embed_stage(batch, writer.known_ids(), embedder, writer.dense_tiers, writer.int8_tiers,
+                               writer.results_read_calls)
                    if embedder is not None else None)
         store_stage(writer, batch, vectors)
         report.embedded += len(vectors or {})

@@ -136,8 +136,10 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
     # result whose call was redacted is written again, embedded from the redacted call,
     # else its vector would still derive from the secret.
     gone = set(removed)
-    before = call_heads(rows, ())
-    after = call_heads([*(row for row in rows if row["id"] not in gone), *document_rows(replacements)], ())
+    reads_calls = writer.results_read_calls
+    before = call_heads(rows, ()) if reads_calls else {}
+    after = call_heads([*(row for row in rows if row["id"] not in gone), *document_rows(replacements)], ()) \
+        if reads_calls else {}
     stale = [row for row in rows if row["id"] not in gone and row["id"] in before
              and before[row["id"]] != after.get(row["id"])]
     replacements += [Chunk(id=row["id"], text=row["text"], split_idx=int(row["split_idx"] or 0),

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from funes.chunking import SPLIT_SIZE
-from funes.embedding import awaiting_vector_sql, dense_tiers, int8_tiers
+from funes.embedding import awaiting_vector_sql, dense_tiers, int8_tiers, results_read_calls
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
 from funes.memory.health import TableDamage, damaged_fragments, intact_fragments, lost_versions, open_newest_readable
 from funes.memory.heap import return_freed_memory
@@ -281,6 +281,12 @@ class Memory:
     def int8_tiers(self) -> tuple[int, ...]:
         """The tiers whose vectors CPU writers compute at int8 (:func:`funes.embedding.int8_tiers`)."""
         return int8_tiers(self.metadata)
+
+    @property
+    def results_read_calls(self) -> bool:
+        """Whether writers embed a tool result after the head of its call
+        (:func:`funes.embedding.results_read_calls`)."""
+        return results_read_calls(self.metadata)
 
     @property
     def version(self) -> int:

@@ -26,8 +26,10 @@ from funes.embedding import (
     TIERS_KEY,
     awaiting_vector_sql,
     dense_tiers,
+    input_metadata,
     int8_tiers,
     precision_metadata,
+    results_read_calls,
 )
 from funes.errors import FunesError, MemoryMissingError, RemoteError, WriterBusyError, refused_write
 from funes.memory.coverage import Coverage
@@ -155,7 +157,7 @@ class MemoryWriter:
                     check_identity(location, decode_metadata(table.schema), expected_identity)
                 return MemoryWriter._migrated(table)
             return db.create_table(TABLE_NAME, schema=chunk_schema(dim, {**expected_identity, **chunking_metadata(),
-                                                                         **precision_metadata()}))
+                                                                         **precision_metadata(), **input_metadata()}))
         except FunesError:
             raise
         except Exception as exc:  # noqa: BLE001 - lance and lancedb raise plain errors
@@ -340,11 +342,6 @@ class MemoryWriter:
             query = query.where(where)
         return query.select(list(columns)).limit(None).to_arrow()
 
-    def call_heads(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-        """The head of the call behind each tool result among ``rows``
-        (:func:`funes.memory.reader.read_call_heads`): what its vector is embedded with."""
-        return read_call_heads(self._scan, rows)
-
     def _fetch_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The BM25 documents of chunk ids (see :func:`lexical_documents`)."""
         return lexical_documents(self._scan, ids, int(self.table.count_rows()))
@@ -455,6 +452,17 @@ class MemoryWriter:
         """The tiers whose vectors CPU writers compute at int8 (:func:`funes.embedding.int8_tiers`)."""
         return int8_tiers(decode_metadata(self.table.schema))
 
+    @property
+    def results_read_calls(self) -> bool:
+        """Whether this memory embeds a tool result after the head of its call
+        (:func:`funes.embedding.results_read_calls`)."""
+        return results_read_calls(decode_metadata(self.table.schema))
+
+    def call_heads(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+        """What each tool result among ``rows`` is embedded with: the head of its call
+        (:func:`funes.memory.reader.read_call_heads`) where the memory reads calls, else nothing."""
+        return read_call_heads(self._scan, rows) if self.results_read_calls else {}
+
     def embed_every_tier(self) -> None:
         """Stamp the memory to embed every tier from now on, whatever process writes
         to it (a metadata-only commit)."""
@@ -562,9 +570,10 @@ class MemoryWriter:
         Columns an older table lacks (a Rust funes memory, say) are filled with nulls."""
         old = self.table.to_arrow()
         # The tier policy is the user's choice, not the model's: it survives.  Every
-        # vector is cleared, so the precisions are this funes's.
+        # vector is cleared, so the precisions and the embedding input are this funes's.
         policy = {k: v for k, v in decode_metadata(old.schema).items() if k == TIERS_KEY}
-        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata(), **precision_metadata(), **policy})
+        schema = chunk_schema(dim, {**expected_identity, **chunking_metadata(), **precision_metadata(),
+                                    **input_metadata(), **policy})
         columns = []
         for field_ in schema:
             if field_.name == "vector" or field_.name not in old.column_names:

@@ -128,7 +128,8 @@ def _stored_vectors(funes_home: Path, where: str) -> tuple[list[str], np.ndarray
         columns=[*DOCUMENT_COLUMNS, "vector"], filter=f"vector IS NOT NULL AND {where}", limit=24)
     rows = table.to_pylist()
     assert rows, where
-    calls = Memory.open(local_memory()).call_heads(rows)
+    memory = Memory.open(local_memory())
+    calls = memory.call_heads(rows) if memory.results_read_calls else {}
     return ([embedding_input(r["text"], r["block_type"], r["tool_name"], calls.get(r["id"])) for r in rows],
             np.asarray([r["vector"] for r in rows], dtype=np.float32))
 
@@ -225,28 +226,61 @@ def test_a_backlog_owing_tool_results_derives_the_int8_model_before_its_first_ve
     assert onnx_path("int8").is_file()
 
 
-def test_a_tool_result_is_embedded_with_its_call_whichever_path_embeds_it(isolated_env):
-    """"What did the upload test print" names the command, not the output: a result's
-    vector reads the head of its call, in a write (a hook's turn) and in the backlog alike."""
-    from funes.embedding import OnnxEmbedder
-    from funes.indexing import SessionChunks, embed_backlog, embed_stage, open_writer
-    from funes.memory.location import local_memory
+UPLOAD_OUTPUT = "3 passed, 1 failed: test_upload_retries"
+
+
+def _upload_run(session: str) -> list:
     from hub_helpers import chunk
 
-    output = "3 passed, 1 failed: test_upload_retries"
-    rows = [chunk("s-25", 0, "run the upload tests", tier=1),
-            chunk("s-25", 1, json.dumps({"command": "pytest -q tests/test_upload.py"}), tier=2,
+    return [chunk(session, 0, "run the upload tests", tier=1),
+            chunk(session, 1, json.dumps({"command": "pytest -q tests/test_upload.py"}), tier=2,
                   block_type="tool_use", tool_name="Bash"),
-            chunk("s-25", 2, output, tier=3, block_type="tool_result", tool_name="Bash")]
+            chunk(session, 2, UPLOAD_OUTPUT, tier=3, block_type="tool_result", tool_name="Bash")]
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_a_tool_result_is_embedded_after_its_call_whichever_path_embeds_it(isolated_env, stamped):
+    """"What did the upload test print" names the command, not the output: a new memory
+    embeds a result after the head of its call, in a write (a hook's turn) and in the
+    backlog alike.  A memory made before that stamp embeds the output alone, whichever
+    path writes, until `index --rebuild` clears its vectors and stamps it."""
+    from funes.embedding import RESULT_INPUT_KEY, OnnxEmbedder
+    from funes.indexing import SessionChunks, embed_backlog, embed_stage, open_writer
+    from funes.memory.location import local_memory
+
+    rows = _upload_run("s-25")
     embedder = OnnxEmbedder()
     with open_writer(local_memory()) as writer:
+        if not stamped:
+            writer.table.to_lance().update_schema_metadata({RESULT_INPUT_KEY: ""})
+            writer.table.checkout_latest()
+        assert writer.results_read_calls is stamped
         writer.add_chunks(rows)
         assert embed_backlog(writer, embedder) == 2  # the call is left to BM25
         int8 = writer.int8_tiers
-    expected = embedder.embed_chunks(["Bash: pytest -q tests/test_upload.py\n" + output], [3], int8)[0]
+        inline = embed_stage([SessionChunks(None, rows, None)], set(), embedder, (1, 3), int8,
+                             writer.results_read_calls)
+    read = ("Bash: pytest -q tests/test_upload.py\n" if stamped else "Bash: ") + UPLOAD_OUTPUT
     texts, stored = _stored_vectors(isolated_env / ".funes", "block_type = 'tool_result'")
-    assert texts == ["Bash: pytest -q tests/test_upload.py\n" + output]
+    assert texts == [read]
+    expected = embedder.embed_chunks([read], [3], int8)[0]
     assert np.abs(stored[0] - expected).max() < 1e-4
-    inline = embed_stage([SessionChunks(None, rows, None)], set(), embedder, (1, 3), int8)
     assert np.abs(inline[rows[2].id] - expected).max() < 1e-4
-    assert np.abs(inline[rows[2].id] - embedder.embed_chunks([f"Bash: {output}"], [3], int8)[0]).max() > 1e-3
+    other = ("Bash: " if stamped else "Bash: pytest -q tests/test_upload.py\n") + UPLOAD_OUTPUT
+    assert np.abs(stored[0] - embedder.embed_chunks([other], [3], int8)[0]).max() > 1e-3
+
+
+def test_rebuilding_a_memory_made_before_the_stamp_embeds_its_results_after_their_calls(isolated_env):
+    from funes.embedding import IDENTITY, RESULT_INPUT_KEY, OnnxEmbedder
+    from funes.indexing import embed_backlog, open_writer
+    from funes.memory.location import local_memory
+
+    with open_writer(local_memory()) as writer:
+        writer.table.to_lance().update_schema_metadata({RESULT_INPUT_KEY: ""})
+        writer.table.checkout_latest()
+        writer.add_chunks(_upload_run("s-26"))
+        writer.rebuild_for_new_model(IDENTITY.to_metadata(), IDENTITY.dim)
+        assert writer.results_read_calls
+        assert embed_backlog(writer, OnnxEmbedder()) == 2
+    texts, _ = _stored_vectors(isolated_env / ".funes", "block_type = 'tool_result'")
+    assert texts == ["Bash: pytest -q tests/test_upload.py\n" + UPLOAD_OUTPUT]
