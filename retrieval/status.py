@@ -38,7 +38,9 @@ def memory_status(spec: str | None, *, check_remotes: bool = False) -> dict[str,
                             "dim": int(identity["dim"] or 0),
                             # What CPU writers compute each embedded tier's vectors at.
                             "precision_by_tier": {TIER_NAMES.get(t, str(t)): "int8" if t in memory.int8_tiers else "fp32"
-                                                  for t in memory.dense_tiers}},
+                                                  for t in memory.dense_tiers},
+                            # What a tool result's vector reads (funes.embedding.results_read_calls).
+                            "tool_result_input": "call and output" if memory.results_read_calls else "output"},
         "reranker": reranker_status(),
         "table_version": stats.version,
         "lexical_segments": len(lexical.segments),
@@ -112,6 +114,9 @@ def render_status(status: dict[str, Any]) -> str:
         f"model       {status['embedding_model']['model_id']} @ {status['embedding_model']['revision'][:12]}"
         f" ({_precisions(status['embedding_model']['precision_by_tier'])})",
     ]
+    if status["embedding_model"]["tool_result_input"] == "output":
+        lines.append("            tool results embedded from their output alone: `funes index --rebuild`"
+                     " embeds them after their call")
     if status.get("damage"):
         lines.append(f"damage      {status['damage']['summary']}: run `funes repair`")
     reranker = status["reranker"]

@@ -53,9 +53,26 @@ def test_status_reports_counts_per_agent_and_vectors(memory_home):
     assert report["pending_by_tier"] == {} and report["embedded"] > 0  # every chunk the tier policy embeds
     assert report["embedding_model"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert report["embedding_model"]["precision_by_tier"] == {"text": "int8", "tool_result": "int8"}
+    assert report["embedding_model"]["tool_result_input"] == "call and output"
     assert report["last_indexed"].endswith("Z")
     human = funes("status").stdout
     assert "claude_code" in human and "vectors" in human and "text int8, tool_result int8" in human
+    assert "from their output alone" not in human
+
+
+def test_status_names_a_memory_whose_tool_results_were_embedded_from_their_output_alone(memory_home):
+    """A memory made before results were read after their call keeps that input until
+    a rebuild: status says so, and what changes it."""
+    import lance
+
+    from funes.embedding import RESULT_INPUT_KEY
+
+    lance.dataset(str(memory_home / ".funes" / "memory" / "chunks.lance")).update_schema_metadata(
+        {RESULT_INPUT_KEY: ""})
+    assert status()["embedding_model"]["tool_result_input"] == "output"
+    human = funes("status").stdout
+    assert ("tool results embedded from their output alone: `funes index --rebuild` embeds them after their call"
+            in human)
 
 
 def test_a_grown_transcript_adds_only_its_new_turns(memory_home):
