@@ -233,18 +233,21 @@ def backlog_figures(memory: Path, count: int) -> list[dict]:
     """A real backlog's rate as ``embed_backlog`` meets it: the ``count`` newest rows
     still owed a vector of each default tier, embedded in its 256-row calls, per
     precision: chunks/s wall and per CPU-second, and the share of distinct texts."""
-    import lance
-
     from funes.embedding import DENSE_TIERS
     from funes.indexing import EMBED_STEP, embedding_input
+    from funes.memory.documents import DOCUMENT_COLUMNS
+    from funes.memory.location import location_for
+    from funes.memory.reader import Memory
 
-    table = lance.dataset(str(memory / "chunks.lance"))
+    reader = Memory.open(location_for(str(memory)))
     records = []
     for tier in DENSE_TIERS:
-        rows = table.to_table(columns=["text", "block_type", "tool_name", "ts"],
-                              filter=f"vector IS NULL AND tier = {tier}").to_pylist()
+        rows = reader.scan([*DOCUMENT_COLUMNS, "ts"], f"vector IS NULL AND tier = {tier}").to_pylist()
         rows.sort(key=lambda r: str(r["ts"] or ""), reverse=True)
-        texts = [embedding_input(r["text"] or "", r["block_type"], r["tool_name"]) for r in rows[:count]]
+        # A tool result is read after its call where the memory embeds it so, as the backlog reads it.
+        calls = reader.call_heads(rows[:count]) if reader.results_read_calls else {}
+        texts = [embedding_input(r["text"] or "", r["block_type"], r["tool_name"], calls.get(r["id"]))
+                 for r in rows[:count]]
         for precision in PRECISIONS:
             embedder = OnnxEmbedder(precision=precision)
             embedder.embed(texts[:32])

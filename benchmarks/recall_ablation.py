@@ -52,12 +52,12 @@ def previous_documents(rows: Sequence[dict]) -> dict[str, str]:
     """The documents before this work: the heads (400 characters) of the two chunks
     before a chunk in its session, whatever their type, within 8 turns, then its own
     text three times."""
-    from funes.memory.documents import _head
+    from funes.memory.documents import text_head
 
     out: dict[str, str] = {}
     for session in _sessions(rows).values():
         for position, row in enumerate(session):
-            context = [_head(r["text"] or "", 400) for r in session[max(0, position - 2):position]
+            context = [text_head(r["text"] or "", 400) for r in session[max(0, position - 2):position]
                        if row["seq"] - r["seq"] <= 8 and r["text"]]
             out[row["id"]] = "\n".join(context + [row["text"] or ""] * 3)
     return out

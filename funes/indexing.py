@@ -42,7 +42,7 @@ from funes.discovery import parse_unit
 from funes.embedding import DENSE_TIERS, IDENTITY, INT8_TIERS
 from funes.errors import TraceReadError
 from funes.exclusion import Exclusions, load_exclusions
-from funes.memory.documents import call_heads, document_rows, session_term_counts
+from funes.memory.documents import call_heads, document_rows, session_term_counts, text_head
 from funes.memory.tokens import TermCounts
 from funes.memory.location import MemoryLocation
 from funes.memory.writer import BACKLOG_PAGE, MemoryWriter
@@ -186,17 +186,25 @@ class IndexReport:
         return total
 
 
+# How much of a tool result's call its vector reads: the model reads 256 word pieces at
+# most, and each character of the call costs CPU on every result.  200 scored as 400
+# (the BM25 document's head) on both coding dev sets, and embeds results about
+# 7 % faster (BENCHMARKS.md, "A tool result embedded with its call").
+RESULT_CALL_CHARS = 200
+
+
 def embedding_input(text: str, block_type: str | None = None, tool_name: str | None = None,
                     call: str | None = None) -> str:
     """What the embedding model reads for a chunk: its text, with the tool named
     for tool calls and output (the name carries meaning the JSON often lacks), and
-    for a tool result the head of the ``call`` that produced it, as its BM25
-    document carries it (funes/memory/documents.py): output such as "EISDIR:
-    illegal operation on a directory" means something only beside the path that
-    was read.  Measured on both coding dev sets, the vectors of results read with
+    for a tool result the head of the ``call`` that produced it (paired as its BM25
+    document pairs it, funes/memory/documents.py; :data:`RESULT_CALL_CHARS` of it):
+    output such as "EISDIR: illegal operation on a directory" means something only
+    beside the path that was read.  Measured on both coding dev sets, the vectors of results read with
     their call lift R@10 and the evidence shown within 1,000 tokens, while text read
     with the conversation before it lowers both (BENCHMARKS.md, "A tool result embedded with its call")."""
     if block_type == "tool_result" and call:
+        call = text_head(call, RESULT_CALL_CHARS)
         return f"{tool_name}: {call}\n{text}" if tool_name else f"{call}\n{text}"
     if tool_name and block_type in ("tool_use", "tool_result"):
         return f"{tool_name}: {text}"

@@ -39,7 +39,7 @@ DOCUMENT = {"scheme": 2, "context_chunks": 2, "context_chars": 400, "context_tur
 DOCUMENT_COLUMNS = ("id", "session_id", "seq", "block_idx", "split_idx", "block_type", "tool_name", "text")
 
 
-def _head(text: str, limit: int) -> str:
+def text_head(text: str, limit: int) -> str:
     """At most ``limit`` characters from the start of ``text``, cut at a space when
     one is in the second half."""
     if len(text) <= limit:
@@ -87,9 +87,9 @@ def document_pieces(text: str, context: Sequence[str] = (), *, block_type: str =
       conversation: "what did the test run print" names the command, and the
       prose around a long output would only blur it."""
     if block_type == "tool_result":
-        parts = [(_head(call_text(call), DOCUMENT["call_chars"]), 1)] if call else []
+        parts = [(text_head(call_text(call), DOCUMENT["call_chars"]), 1)] if call else []
     else:
-        parts = [(_head(c, DOCUMENT["context_chars"]), 1) for c in context[-DOCUMENT["context_chunks"]:] if c]
+        parts = [(text_head(c, DOCUMENT["context_chars"]), 1) for c in context[-DOCUMENT["context_chunks"]:] if c]
     own = call_text(text) if block_type == "tool_use" else text
     if tool_name and block_type in ("tool_use", "tool_result"):
         own = f"{tool_name} {own}"

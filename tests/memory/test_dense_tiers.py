@@ -284,3 +284,16 @@ def test_rebuilding_a_memory_made_before_the_stamp_embeds_its_results_after_thei
         assert embed_backlog(writer, OnnxEmbedder()) == 2
     texts, _ = _stored_vectors(isolated_env / ".funes", "block_type = 'tool_result'")
     assert texts == ["Bash: pytest -q tests/test_upload.py\n" + UPLOAD_OUTPUT]
+
+
+def test_a_result_reads_only_the_head_of_a_long_call():
+    """The model reads 256 word pieces at most: a long call (a heredoc, a file written
+    whole) must not push the result's own output out of what its vector reads."""
+    from funes.indexing import RESULT_CALL_CHARS, embedding_input
+
+    command = " ".join(f"--flag-{i}" for i in range(100))
+    read = embedding_input("3 passed", "tool_result", "Bash", command)
+    head, output = read.split("\n")
+    assert output == "3 passed"
+    assert head.startswith("Bash: --flag-0 --flag-1 ") and len(head) <= len("Bash: ") + RESULT_CALL_CHARS
+    assert command.startswith(head.removeprefix("Bash: ") + " ")  # cut between words
