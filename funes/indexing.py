@@ -200,9 +200,10 @@ def embedding_input(text: str, block_type: str | None = None, tool_name: str | N
     for a tool result the head of the ``call`` that produced it (paired as its BM25
     document pairs it, funes/memory/documents.py; :data:`RESULT_CALL_CHARS` of it):
     output such as "EISDIR: illegal operation on a directory" means something only
-    beside the path that was read.  Measured on both coding dev sets, the vectors of results read with
-    their call lift R@10 and the evidence shown within 1,000 tokens, while text read
-    with the conversation before it lowers both (BENCHMARKS.md, "A tool result embedded with its call")."""
+    beside the path that was read.  Measured on both coding dev sets, the vectors of
+    results read with their call lift R@10 and the evidence shown within 1,000
+    tokens, while text read with the conversation before it lowers both
+    (BENCHMARKS.md, "A tool result embedded with its call")."""
     if block_type == "tool_result" and call:
         call = text_head(call, RESULT_CALL_CHARS)
         return f"{tool_name}: {call}\n{text}" if tool_name else f"{call}\n{text}"
