@@ -136,7 +136,7 @@ def scrub(writer: MemoryWriter, embedder: TextEmbedder) -> ScrubReport:
     # result whose call was redacted is written again, embedded from the redacted call,
     # else its vector would still derive from the secret.
     gone = set(removed)
-    reads_calls = writer.results_read_calls
+    reads_calls = bool(removed) and writer.results_read_calls  # no call changed: no result to embed again
     before = call_heads(rows, ()) if reads_calls else {}
     after = call_heads([*(row for row in rows if row["id"] not in gone), *document_rows(replacements)], ()) \
         if reads_calls else {}
