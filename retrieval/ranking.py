@@ -18,6 +18,11 @@ read from its row, and then makes ten hits show ten different places:
   chunk scores high by chance more often than a short turn); off by default:
   left out by session over every dev set, 12 of 13 coding folds chose no such
   weight, and much of what coding questions ask sits in long tool output;
+* **what the question asks for**: a candidate holding the kind of answer the
+  question asks for (a version, a port, a number, a path, an error:
+  retrieval/answer_types.py) weighs ``1 + answer_weight``: of the chunks that
+  share a question's words, the one with ``Next.js 15.5.2`` in it answers "which
+  Next version", the one saying "let me check the version" does not;
 * **the session** adds ``session_weight`` × the best adjusted score among the
   candidates of the chunk's session: what a question asks about usually happened
   in one session, and a session that matches in several places is likelier to
@@ -38,6 +43,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from funes.retrieval.answer_types import asked_types, holds_answer
+
 # Row columns the ranking reads.
 RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text")
 TOOL_BLOCKS = ("tool_use", "tool_result")
@@ -49,19 +56,24 @@ class Ranking:
     question_weight: float = 0.7
     split_exponent: float = 0.0
     session_weight: float = 0.3
+    answer_weight: float = 0.4
 
     def rank(self, fused: Sequence[tuple[str, float]], rows: Mapping[str, Mapping[str, Any]],
-             splits: Mapping[tuple[str, str, int], int] | None = None) -> list[tuple[str, float]]:
+             splits: Mapping[tuple[str, str, int], int] | None = None, query: str = "") -> list[tuple[str, float]]:
         """``(chunk id, score)`` best first, one per block, ties by chunk id.
 
         ``rows``: the candidates' rows (:data:`RANKING_COLUMNS`; a chunk without one
         was deleted since it was indexed and is dropped); ``splits``: chunks per
-        block, keyed by :func:`block_key` (a block not in it counts as one)."""
+        block, keyed by :func:`block_key` (a block not in it counts as one);
+        ``query``: the question, for the kinds of answer it asks for."""
+        asked = asked_types(query) if self.answer_weight else ()
         adjusted: dict[str, float] = {}
         for chunk, score in fused:
             row = rows.get(chunk)
             if row is None:
                 continue
+            if asked and holds_answer(row["text"] or "", asked):
+                score *= 1 + self.answer_weight
             if row["block_type"] in TOOL_BLOCKS:
                 score *= self.tool_weight
             elif row["block_type"] == "text" and (row["text"] or "").rstrip().endswith("?"):

@@ -256,7 +256,7 @@ class Recaller:
         # it only the finalists' blocks are read, once they are known.
         block_chunks = self.memory.block_chunks(pool_rows.values()) if self.ranking.split_exponent else None
         splits = {block: len(chunks) for block, chunks in block_chunks.items()} if block_chunks is not None else None
-        fused = self.ranking.rank(fused, pool_rows, splits)[: max(candidates, k)]
+        fused = self.ranking.rank(fused, pool_rows, splits, query)[: max(candidates, k)]
         rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
         dense_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(dense)}

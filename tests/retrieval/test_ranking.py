@@ -10,7 +10,7 @@ def _row(chunk, text, *, session="s", turn="t", block=0, split=0, block_type="te
                    "block_type": block_type, "text": text}
 
 
-NEUTRAL = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0)
+NEUTRAL = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0, answer_weight=0.0)
 
 
 def test_one_hit_stands_for_each_block_and_a_repeated_text_is_shown_once():
@@ -58,3 +58,22 @@ def test_a_long_block_weighs_less_per_chunk_and_a_session_that_matches_often_mor
 def test_a_candidate_deleted_since_it_was_indexed_is_dropped():
     rows = dict([_row("kept", "still here")])
     assert [c for c, _ in NEUTRAL.rank([("gone", 1.0), ("kept", 0.5)], rows)] == ["kept"]
+
+
+def test_a_candidate_holding_the_kind_of_answer_asked_for_weighs_more():
+    rows = dict([
+        _row("talk", "Let me check which Next.js version the scaffold installed.", turn="t1"),
+        _row("output", "   ▲ Next.js 15.5.2\n   - Local: http://localhost:3001", turn="t2"),
+    ])
+    fused = [("talk", 1.0), ("output", 0.8)]
+    question = "Which Next.js version did the scaffold install?"
+    answers = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0,
+                      answer_weight=0.4)
+    ranked = answers.rank(fused, rows, query=question)
+    assert [c for c, _ in ranked] == ["output", "talk"]
+    assert dict(ranked)["output"] == pytest.approx(0.8 * 1.4) and dict(ranked)["talk"] == pytest.approx(1.0)
+    # a question that asks for no kind of answer, or no weight for it, ranks by the fused scores
+    assert [c for c, _ in answers.rank(fused, rows, query="What did the scaffold do?")] == ["talk", "output"]
+    unweighted = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0,
+                         answer_weight=0.0)
+    assert [c for c, _ in unweighted.rank(fused, rows, query=question)] == ["talk", "output"]

@@ -46,6 +46,17 @@ def test_a_paraphrase_brings_the_known_passage_first(memory_home, query, expecte
     assert set(top["scores"]) >= {"bm25", "dense", "fused", "rerank", "recency", "final"}
 
 
+def test_a_question_asking_for_a_number_brings_the_output_that_holds_one_first(recaller):
+    """"How many" asks for a number: of the chunks about tests passing, the run's
+    tally ("2 failed, 3 passed") comes before text that only talks about tests."""
+    from funes.retrieval.answer_types import asked_types, holds_answer
+
+    question = "how many tests passed"
+    hits = recaller.recall(question, k=3).hits
+    assert hits[0].text == "2 failed, 3 passed"
+    assert holds_answer(hits[0].text, asked_types(question))
+
+
 def test_the_default_rerank_stage_runs_without_a_download(memory_home):
     hits = recall_json("flaky test", "-k", "2")
     assert hits and all(h["reranker"] == "maxsim-static" and h["reranker_note"] is None for h in hits)

@@ -54,6 +54,18 @@ def test_the_default_rerank_stage_is_the_measured_one():
         assert figures["leave_one_out"]["MRR@10"] >= figures["fused"]["MRR@10"] - 0.01
 
 
+def test_the_answer_type_weight_is_the_one_the_folds_chose():
+    """``eval_recall.py --answer-cv --write`` records the weight of a candidate holding
+    the kind of answer its question asks for that most leave-one-session-out folds
+    chose over all three dev sets, and what it scored left out against no weight."""
+    recorded = _recorded()["answer_types"]
+    folds = recorded["folds"]
+    assert RANKING.answer_weight == recorded["weight"] == float(max(folds, key=folds.get))
+    assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
+    for figures in recorded["measured"].values():  # not below the ranking without it by more than noise
+        assert figures["leave_one_out"]["MRR@10"] >= figures["without"]["MRR@10"] - 0.01
+
+
 def test_the_record_says_what_the_default_scored_on_every_dev_set():
     measured = _recorded()["measured"]
     assert set(measured) == {"coding", "coding2", "locomo"}

@@ -1,0 +1,72 @@
+"""What a question asks for, and whether a chunk holds one.
+
+A question about a session usually shares its words with many chunks: the
+assistant saying it will check the Next.js version, the command that printed
+it, the summary that mentions it, and the output that holds ``Next.js 15.5.2``.
+Word overlap and meaning rank these close together; what tells the answer apart
+is that it holds the *kind* of thing asked for.  Five kinds are read from the
+question's wording (English, the language of the questions funes is measured on):
+
+* a **version** ("which version", "what release"): a dotted number, ``15.5.2``;
+* a **port** ("on which port"): ``:3001`` or ``port 3001``;
+* a **number** ("how many", "how long", "number of"): digits;
+* a **place** ("where", "which file", "what folder", "which module"): a path
+  (``src/app``) or a file name with a known extension (``page.tsx``);
+* an **error** ("what error", "why did it fail", "which exception", "warning"):
+  an error word (``error``, ``failed``, ``cannot``, ``not found``, ``traceback``)
+  or an errno code (``EISDIR``).
+
+:class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
+question asks for by ``1 + answer_weight``; a question that asks for none of
+them is ranked as before.  The kinds and the weight were chosen on all three dev
+sets left out by session (BENCHMARKS.md, "Decisions", "What a question asks for").
+
+Every pattern is linear in the text it reads (no nested repetition), so a
+hostile chunk or question costs no more than its length.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_EXTENSIONS = ("py|pyi|ts|tsx|js|jsx|mjs|cjs|json|md|ex|exs|rs|go|rb|java|kt|swift|c|h|cpp|hpp|cs|php|toml|yaml|"
+               "yml|lock|env|sh|css|scss|html|sql|txt|cfg|ini|xml|vue|svelte")
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    """One kind of answer: the wording of a question that asks for it (``asked``)
+    and what a chunk holding one shows (``held``)."""
+
+    name: str
+    asked: re.Pattern[str]
+    held: re.Pattern[str]
+
+
+ANSWER_TYPES: tuple[AnswerType, ...] = (
+    AnswerType("version", re.compile(r"\b(versions?|releases?)\b", re.I),
+               re.compile(r"\bv?\d+\.\d+(\.\d+)?\b")),
+    AnswerType("port", re.compile(r"\bports?\b", re.I),
+               re.compile(r":\d{2,5}\b|\b[Pp]ort \d{2,5}\b")),
+    AnswerType("number", re.compile(r"\b(how (many|much|long|often|big)|what percentage|number of|count)\b", re.I),
+               re.compile(r"\b\d+\b")),
+    AnswerType("place", re.compile(r"\b(where|(which|what) (files?|folders?|director(y|ies)|modules?|paths?))\b",
+                                   re.I),
+               re.compile(rf"\w/[\w.]|\b[\w-]+\.({_EXTENSIONS})\b")),
+    AnswerType("error", re.compile(r"\b(errors?|fail(s|ed|ing|ure)?|exceptions?|crash(ed|es)?|broke|broken|"
+                                   r"warnings?)\b", re.I),
+               re.compile(r"(?i:\b(error|failed|failure|exception|cannot|can't|not found|traceback|warning))"
+                          r"|\bE[A-Z]{3,}\b")),
+)
+
+
+def asked_types(question: str) -> tuple[AnswerType, ...]:
+    """The kinds of answer ``question`` asks for (none for most questions)."""
+    return tuple(kind for kind in ANSWER_TYPES if kind.asked.search(question))
+
+
+def holds_answer(text: str, kinds: Sequence[AnswerType]) -> bool:
+    """Whether ``text`` holds an answer of one of ``kinds``."""
+    return any(kind.held.search(text) for kind in kinds)
