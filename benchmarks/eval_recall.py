@@ -39,7 +39,12 @@ For each, this
    as if the memory held vectors only for some tiers (the rest found by BM25
    only), and with ``--precisions int8`` with documents (and queries) embedded
    at another precision, each with its per-fold figures and leave-one-out
-   estimate, into the section ``## Recall by embedded tier and precision``.
+   estimate, into the section ``## Recall by embedded tier and precision``;
+9. with ``--answer-cv``, reruns every question in process with the shipped
+   ranking under each weight of a candidate holding the kind of answer its
+   question asks for (retrieval/answer_types.py), chooses it leave one session /
+   conversation out over every set at once, and with ``--write`` records the
+   choice in ``benchmarks/recall_choice.json`` ("answer_types").
 
 The CLI variants are real recall options: ``--fusion convex`` (the default),
 ``rrf`` (equal-weight reciprocal rank fusion), ``lexical`` (BM25 only) and
@@ -53,6 +58,7 @@ transcripts are others' data: corpora and results stay in the work folder
     .venv/bin/python benchmarks/eval_recall.py                       # both sets, CLI variants
     .venv/bin/python benchmarks/eval_recall.py --baselines --ablation --scale 100000 --write
     .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --tiers --precisions int8 --write
+    .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --answer-cv --write
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -544,6 +551,40 @@ def pooled_ablation(kit: Path, corpora: dict[str, Path]) -> dict:
     return ra.pooled_cross_validate(sc, devs)
 
 
+def answer_ablation(kit: Path, corpora: dict[str, Path]) -> dict:
+    """:func:`recall_ablation.answer_weight_cross_validate` over every named set."""
+    import recall_ablation as ra
+
+    devs = [(dev, group_of(name)) for name, dev, _sc in dev_sets(kit, corpora, "answer-type weight")]
+    import score as sc
+
+    return ra.answer_weight_cross_validate(sc, devs)
+
+
+def answer_tables(result: dict) -> list[str]:
+    weights = result["weights"]
+    lines = ["The weight of a candidate holding the kind of answer its question asks for (R@10 / MRR@10, in"
+             " process, every other setting as shipped; 0: no such weight):", "",
+             "| set | questions asking for a kind | " + " | ".join(f"w {w}" for w in weights)
+             + " | left out (pooled folds) |", "| --- | --- | " + " | ".join("---" for _ in weights) + " | --- |"]
+    for dev, figures in result["sets"].items():
+        lines.append(f"| {DEV_SETS.get(dev, dev)} | {figures['asking']} of {figures['questions']} | "
+                     + " | ".join(cell(s) for s in figures["by_weight"]) + f" | {cell(figures['left_out'])} |")
+    counts = Counter(result["picks"].values())
+    lines += ["", "Folds' picks: " + ", ".join(f"w {w}: {n}" for w, n in sorted(counts.items())), ""]
+    return lines
+
+
+def answer_choice(result: dict) -> dict:
+    """What recall_choice.json records of the answer-type weight: the weight most
+    folds chose, the folds' picks, and what it scored left out."""
+    counts = Counter(result["picks"].values())
+    return {"weight": counts.most_common(1)[0][0], "folds": {str(w): n for w, n in sorted(counts.items())},
+            "measured": {dev: {"without": {m: round(f["by_weight"][0]["overall"][m], 4) for m in ("R@10", "MRR@10")},
+                               "leave_one_out": {m: round(f["left_out"]["overall"][m], 4) for m in ("R@10", "MRR@10")}}
+                         for dev, f in result["sets"].items()}}
+
+
 def _setting(setting) -> str:
     dense, ranking = setting
     return (f"dense {dense}, question {ranking.question_weight}, session {ranking.session_weight}, "
@@ -641,7 +682,7 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
             "tokenizer": lexical.TOKENIZER, "bm25": lexical.BM25_PARAMS, "document": lexical.DOCUMENT,
             "passage": {"chars": PASSAGE_CHARS, "tool_calls": "arguments"}, "measured": figures,
             # measured by --tiers and by eval_rerank.py, kept as they were
-            **{key: kept[key] for key in ("dense_tiers", "rerank") if key in kept}}
+            **{key: kept[key] for key in ("dense_tiers", "rerank", "answer_types") if key in kept}}
 
 
 def evidence_table(evidences: dict[tuple[str, str], dict]) -> list[str]:
@@ -694,6 +735,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --tiers, also documents and queries embedded at these precisions (e.g. int8)")
     ap.add_argument("--pooled-cv", action="store_true",
                     help="only the leave-one-session-out choice of the ranking grid over every named set at once")
+    ap.add_argument("--answer-cv", action="store_true",
+                    help="also choose the answer-type weight left out by session over every set (with --write: record it)")
     ap.add_argument("--no-latency", action="store_true", help="skip the in-process latency measurement")
     ap.add_argument("--scale", type=int, default=0, help="also time recall on a memory of about N chunks")
     ap.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in BENCHMARKS.md, write {CHOICE.name}")
@@ -764,6 +807,16 @@ def main(argv: list[str] | None = None) -> int:
                           f" the end {os.getloadavg()[0]:.1f}.\n\n{BACKLOG_NOTES}\n{backlog}")
     if args.pooled_cv:
         print("\n".join(pooled_tables(pooled_ablation(kit, corpora))))
+    if args.answer_cv:
+        answers = answer_ablation(kit, corpora)
+        print("\n".join(answer_tables(answers)))
+        if args.write:
+            from funes.retrieval.ranking import DEFAULT as RANKING
+
+            recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
+            recorded["ranking"] = dataclasses.asdict(RANKING)
+            recorded["answer_types"] = answer_choice(answers)
+            CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
     result = ablation(kit, corpora) if args.ablation else None
     body = report(cli, latencies, result, evidences)
     print(body)

@@ -216,7 +216,7 @@ class DevSet:
         out = {}
         for question, lex, den in zip(self.qrels, lexical, dense, strict=True):
             fused = fusion.fuse(lex, den, POOL, () if self.pending_at_floor else self.pending)
-            ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits)
+            ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits, question["question"])
             out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.shown(c, shown)}
                                     for c, _ in ranked[:10]]
         return out
@@ -374,6 +374,51 @@ def pooled_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callable[[dict
                                  "in_sample_choice": summary(dev, scored[position][best_in_sample]),
                                  "left_out": summary(dev, held[position])}
     return out
+
+
+ANSWER_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7)
+
+
+def answer_weight_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callable[[dict], str]]]) -> dict:
+    """The weight of a candidate holding the kind of answer its question asks for
+    (:attr:`Ranking.answer_weight`, retrieval/answer_types.py), every other setting
+    as shipped, left out by session (coding) or conversation (LoCoMo) over every set
+    at once, as :func:`pooled_cross_validate` chooses: each fold takes the weight of
+    :data:`ANSWER_WEIGHTS` with the best sum over the sets of each set's mean R@10 +
+    MRR@10 outside the fold.  Also each weight's in-sample figures per set, and how
+    many questions of each set ask for a kind of answer."""
+    import dataclasses
+
+    from funes.retrieval.answer_types import asked_types
+    from funes.retrieval.fusion import DEFAULT as FUSION
+    from funes.retrieval.ranking import DEFAULT as RANKING
+
+    scored = [[per_question(kit_score, dev, dev.hits("product", FUSION, dataclasses.replace(RANKING, answer_weight=w)))
+               for w in ANSWER_WEIGHTS] for dev, _group in devs]
+
+    def objective(index: int, left_out: tuple[int, str]) -> float:
+        total = 0.0
+        for position, (dev, group_of) in enumerate(devs):
+            kept = [q["qid"] for q in dev.qrels if (position, group_of(q)) != left_out]
+            if kept:
+                total += sum(scored[position][index][q]["R@10"] + scored[position][index][q]["MRR@10"]
+                             for q in kept) / len(kept)
+        return total
+
+    picks: dict[str, float] = {}
+    held: list[dict[str, dict]] = [{} for _ in devs]
+    for position, (dev, group_of) in enumerate(devs):
+        for group in sorted({group_of(q) for q in dev.qrels}):
+            best = max(range(len(ANSWER_WEIGHTS)), key=lambda i: objective(i, (position, group)))
+            picks[f"{dev.name}/{group}"] = ANSWER_WEIGHTS[best]
+            held[position].update({q["qid"]: scored[position][best][q["qid"]]
+                                   for q in dev.qrels if group_of(q) == group})
+    return {"weights": ANSWER_WEIGHTS, "picks": picks,
+            "sets": {dev.name: {"asking": sum(bool(asked_types(q["question"])) for q in dev.qrels),
+                                "questions": len(dev.qrels),
+                                "by_weight": [summary(dev, scored[position][i]) for i in range(len(ANSWER_WEIGHTS))],
+                                "left_out": summary(dev, held[position])}
+                     for position, (dev, _group) in enumerate(devs)}}
 
 
 def group_of(name: str):

@@ -30,6 +30,7 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"],
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--answer-cv", "--write"],
         ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--write"],
         ["eval_windows.py", "--eval-dir", str(KIT)]]),
     "latency": ("Recall latency", [["recall_latency.py"]]),
