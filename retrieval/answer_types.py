@@ -4,7 +4,7 @@ A question about a session usually shares its words with many chunks: the
 assistant saying it will check the Next.js version, the command that printed
 it, the summary that mentions it, and the output that holds ``Next.js 15.5.2``.
 Word overlap and meaning rank these close together; what tells the answer apart
-is that it holds the *kind* of thing asked for.  Five kinds are read from the
+is that it holds the *kind* of thing asked for.  Six kinds are read from the
 question's wording (English, the language of the questions funes is measured on):
 
 * a **version** ("which version", "what release"): a dotted number, ``15.5.2``;
@@ -14,7 +14,11 @@ question's wording (English, the language of the questions funes is measured on)
   (``src/app``) or a file name with a known extension (``page.tsx``);
 * an **error** ("what error", "why did it fail", "which exception", "warning"):
   an error word (``error``, ``failed``, ``cannot``, ``not found``, ``traceback``)
-  or an errno code (``EISDIR``).
+  or an errno code (``EISDIR``);
+* a **time** ("When did …", "what date", "how long ago"; a "when" that opens a
+  clause, "when the build failed, …", asks for no time): a month or a weekday, a
+  day said relative to the talk ("yesterday", "last week", "two days ago") or a
+  year.
 
 :class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
 question asks for by ``1 + answer_weight``; a question that asks for none of
@@ -69,6 +73,12 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
                                    r"warnings?)\b", re.I),
                re.compile(_word_starting("error", "failed", "failure", "exception", "cannot", "can't", "not found",
                                          "traceback", "warning") + r"|\bE[A-Z]{3,}\b")),
+    AnswerType("time", re.compile(r"^\W*when (did|was|were|is|are|will|do|does|has|have|had)\b"
+                                  r"|\bwhat (date|day|time|year|month)\b|\bhow long ago\b", re.I),
+               re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December"
+                          r"|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+                          r"|(?i:\b(yesterday|tonight|tomorrow|today|weekend|ago|last (week|month|year|night|summer|winter"
+                          r"|spring|fall)|next (week|month|year))\b)|\b(19|20)\d\d\b")),
 )
 
 

@@ -14,6 +14,8 @@ from funes.retrieval.answer_types import asked_types, holds_answer
     ("Which module does the main page import its hook from?", {"place"}),
     ("What error came back when the agent read the components folder?", {"error"}),
     ("Why did the first two edits to page.tsx fail?", {"error"}),
+    ("When did Caroline go to the support group?", {"time"}),
+    ("When the production build kept failing, what did the agent fall back to?", {"error"}),
     ("What did we decide about caching the embeddings?", set()),
     ("Which placement did I pick for the plus icon?", set()),
 ])
@@ -32,6 +34,9 @@ def test_a_question_names_the_kind_of_answer_it_asks_for(question, kinds):
      "The audit looked for dotenv files across the repository."),
     ("What error came back when it read the folder?", "EISDIR: illegal operation on a directory, read",
      "Let me read the components folder to see what is there."),
+    ("When did she go to the support group?", "I went to the support group yesterday and it was great.",
+     "I may go to the support group, it has been great."),
+    ("When did you paint the sunrise?", "I painted that one last week!", "I painted the sunrise over the lake."),
 ])
 def test_a_chunk_holding_that_kind_is_told_from_one_that_only_talks_about_it(question, holding, not_holding):
     kinds = asked_types(question)
