@@ -19,7 +19,7 @@ read from its row, and then makes ten hits show ten different places:
   left out by session over every dev set, 12 of 13 coding folds chose no such
   weight, and much of what coding questions ask sits in long tool output;
 * **what the question asks for**: a candidate holding the kind of answer the
-  question asks for (a version, a port, a number, a path, an error:
+  question asks for (a version, a port, a number, a path, an error, a time:
   retrieval/answer_types.py) weighs ``1 + answer_weight``: of the chunks that
   share a question's words, the one with ``Next.js 15.5.2`` in it answers "which
   Next version", the one saying "let me check the version" does not;
