@@ -571,8 +571,13 @@ def answer_tables(result: dict) -> list[str]:
         lines.append(f"| {DEV_SETS.get(dev, dev)} | {figures['asking']} of {figures['questions']} | "
                      + " | ".join(cell(s) for s in figures["by_weight"]) + f" | {cell(figures['left_out'])} |")
     counts = Counter(result["picks"].values())
-    lines += ["", "Folds' picks: " + ", ".join(f"w {w}: {n}" for w, n in sorted(counts.items())), ""]
-    return lines
+    lines += ["", "Folds' picks: " + ", ".join(f"w {w}: {n}" for w, n in sorted(counts.items())), "",
+              "What the check costs a recall whose question asks for a kind (each candidate of its fused pool"
+              " searched for the kinds asked, best of 20, in process):", "",
+              "| set | pool, candidates | p50 ms | p95 ms |", "| --- | --- | --- | --- |"]
+    lines += [f"| {DEV_SETS.get(dev, dev)} | {f['check_ms']['pool']} | {f['check_ms']['p50']} | {f['check_ms']['p95']} |"
+              for dev, f in result["sets"].items() if f["check_ms"]]
+    return lines + [""]
 
 
 def answer_choice(result: dict) -> dict:

@@ -386,7 +386,8 @@ def answer_weight_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callabl
     at once, as :func:`pooled_cross_validate` chooses: each fold takes the weight of
     :data:`ANSWER_WEIGHTS` with the best sum over the sets of each set's mean R@10 +
     MRR@10 outside the fold.  Also each weight's in-sample figures per set, and how
-    many questions of each set ask for a kind of answer."""
+    many questions of each set ask for a kind of answer, and what reading the
+    candidates for it costs (:func:`answer_check_ms`)."""
     import dataclasses
 
     from funes.retrieval.answer_types import asked_types
@@ -415,10 +416,42 @@ def answer_weight_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callabl
                                    for q in dev.qrels if group_of(q) == group})
     return {"weights": ANSWER_WEIGHTS, "picks": picks,
             "sets": {dev.name: {"asking": sum(bool(asked_types(q["question"])) for q in dev.qrels),
-                                "questions": len(dev.qrels),
+                                "questions": len(dev.qrels), "check_ms": answer_check_ms(dev),
                                 "by_weight": [summary(dev, scored[position][i]) for i in range(len(ANSWER_WEIGHTS))],
                                 "left_out": summary(dev, held[position])}
                      for position, (dev, _group) in enumerate(devs)}}
+
+
+def answer_check_ms(dev: DevSet, repeats: int = 20) -> dict[str, float]:
+    """What the ranking's answer-type check costs a recall whose question asks for a
+    kind: the search of each of its fused pool's candidates (up to :data:`POOL`) for
+    the kinds asked, timed over the set's questions that ask (best of ``repeats``
+    each, so a descheduled run does not count); p50 / p95 ms, and the pool's mean size."""
+    import statistics
+    import time
+
+    from funes.retrieval.answer_types import asked_types, holds_answer
+    from funes.retrieval.fusion import DEFAULT as FUSION
+
+    lexical, dense = dev.lexical("product"), dev.dense()
+    times, sizes = [], []
+    for question, lex, den in zip(dev.qrels, lexical, dense, strict=True):
+        kinds = asked_types(question["question"])
+        if not kinds:
+            continue
+        texts = [dev.rows[chunk]["text"] or "" for chunk, _ in FUSION.fuse(lex, den, POOL, dev.pending)]
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for text in texts:
+                holds_answer(text, kinds)
+            best = min(best, time.perf_counter() - started)
+        times.append(best * 1000)
+        sizes.append(len(texts))
+    if not times:
+        return {}
+    return {"p50": round(statistics.median(times), 2), "p95": round(statistics.quantiles(times, n=20)[-1], 2)
+            if len(times) > 1 else round(times[0], 2), "pool": round(statistics.mean(sizes))}
 
 
 def group_of(name: str):
