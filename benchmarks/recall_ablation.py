@@ -424,8 +424,8 @@ def answer_weight_cross_validate(kit_score, devs: Sequence[tuple[DevSet, Callabl
 
 def answer_check_ms(dev: DevSet, repeats: int = 20) -> dict[str, float]:
     """What the ranking's answer-type check costs a recall whose question asks for a
-    kind: the search of each of its fused pool's candidates (up to :data:`POOL`) for
-    the kinds asked, timed over the set's questions that ask (best of ``repeats``
+    kind: the search of each candidate of its fused pool (both retrievers' top
+    :data:`POOL`, merged) for the kinds asked, timed over the set's questions that ask (best of ``repeats``
     each, so a descheduled run does not count); p50 / p95 ms, and the pool's mean size."""
     import statistics
     import time

@@ -51,6 +51,9 @@ def test_a_question_asking_for_nothing_in_particular_holds_no_chunk_apart():
 def test_long_hostile_text_is_read_to_the_end():
     """A chunk of one endless word (no slash, no dot) or of endless path separators
     is read whole, and the answer after it still counts."""
-    for filler in ("a" * 200_000, "/" * 200_000, "-" * 200_000 + "."):
+    every_kind = asked_types("When did it fail, where, how many times, on which port and version?")
+    assert len(every_kind) == 6
+    for filler in ("a" * 200_000, "/" * 200_000, "-" * 200_000 + ".", "E" * 200_000 + "a", "1" * 200_000 + "x"):
         assert holds_answer(f"{filler} see src/app/page.tsx", asked_types("Which file was edited?"))
         assert not holds_answer(filler, asked_types("Which version was it?"))
+        holds_answer(filler, every_kind)
