@@ -99,6 +99,7 @@ class DevSet:
     query_set: str | None = None
     alternative_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _pieces: dict[tuple[str, str, int], list[tuple[int, str]]] | None = None
+    _positions: dict[str, int] | None = None
 
     @classmethod
     def load(cls, name: str, corpus: Path, kit: Path) -> DevSet:
@@ -182,6 +183,18 @@ class DevSet:
             self._dense[key] = out
         return self._dense[key]
 
+    def cosines(self, question: int, candidates: Sequence[tuple[str, float]]) -> dict[str, float]:
+        """Question ``question``'s cosine to each of ``candidates`` that :meth:`dense`
+        could return (a vector of :attr:`dense_tiers`, not pending), as recall reads
+        BM25's candidates with their vectors."""
+        vectors = self.alternative_vectors[self.vector_set][0] if self.vector_set else self.vectors
+        queries = self.alternative_vectors[self.query_set][1] if self.query_set else self.query_vectors
+        if self._positions is None:
+            self._positions = {chunk: n for n, chunk in enumerate(self.ids)}
+        held = [chunk for chunk, _ in candidates if chunk not in self.pending
+                and (self.dense_tiers is None or (self.rows[chunk]["tier"] or 0) in self.dense_tiers)]
+        return {chunk: float(vectors[self._positions[chunk]] @ queries[question]) for chunk in held}
+
     def backlog(self, tiers: frozenset[int], embedded: Mapping[int, float]) -> frozenset[str]:
         """The rows of ``tiers`` a backlog still owes a vector once ``embedded[tier]``
         (a share) of each tier has one, filled newest first as the product's backlog
@@ -214,8 +227,9 @@ class DevSet:
         lexical = self.lexical(representation) if fusion.uses_lexical else [[] for _ in self.qrels]
         dense = self.dense() if fusion.uses_dense else [[] for _ in self.qrels]
         out = {}
-        for question, lex, den in zip(self.qrels, lexical, dense, strict=True):
-            fused = fusion.fuse(lex, den, POOL, () if self.pending_at_floor else self.pending)
+        for n, (question, lex, den) in enumerate(zip(self.qrels, lexical, dense, strict=True)):
+            cosines = self.cosines(n, lex) if fusion.uses_dense else {}
+            fused = fusion.fuse(lex, den, POOL, () if self.pending_at_floor else self.pending, cosines)
             ranked = fused if ranking is None else ranking.rank(fused, self.rows, self.splits, question["question"])
             out[question["qid"]] = [{"session_id": self.rows[c]["session_id"], "text": self.shown(c, shown)}
                                     for c, _ in ranked[:10]]

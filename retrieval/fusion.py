@@ -8,16 +8,23 @@ BM25 match is than the tenth, which ranks discard, and lets BM25 lead:
 
     fused = 0.6 · bm25 / best bm25 of the query  +  0.4 · cosine
 
-A candidate one retriever did not return gets that retriever's lowest returned
+A candidate BM25 found that the vector search did not return, but that has a
+vector, gets its own cosine (``cosines``: the search's pool is cut at its top
+100, so the candidate's cosine is known, only not among the best); any other
+candidate one retriever did not return gets that retriever's lowest returned
 score (what it is known not to exceed), or 0 from BM25 when BM25 returned
 fewer than it was asked for (then every chunk it left out matched no query
-term).  The methods were compared on the LoCoMo dev split, and the weights
+term).  The own cosine in place of the dense floor lifted R@10 / MRR@10 in
+process on every dev set (BENCHMARKS.md "Decisions", "A candidate's own
+cosine"): the floor is the most a left-out candidate could score, and ranking
+a keyword match with an unrelated meaning at that bound lets it pass a passage
+both retrievers agree on.  The methods were compared on the LoCoMo dev split, and the weights
 chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
 convex fusion beat weighted RRF at every weight tried, and the result is flat
 for dense weights 0.3–0.5; on the coding dev set too, with the ranking stage
 that follows (retrieval/ranking.py), 0.4 is within noise of the best.
 
-The floor has one exception, in ``convex``: a candidate still *owed* a vector (a memory's backlog: the
+Without its own cosine, the floor has one exception, in ``convex``: a candidate still *owed* a vector (a memory's backlog: the
 row's tier is one the memory embeds, its vector not computed yet): the vector
 search could not return it, and the floor would sink it below rows of the same
 kind that happen to be embedded already.  It gets the cosine the dense list holds
@@ -36,8 +43,9 @@ query embedding) or ``dense`` (vectors only).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from funes.errors import UsageError
 
@@ -87,13 +95,16 @@ class Fusion:
         return self.method == "convex"
 
     def fuse(self, lexical: Ranking, dense: Ranking, pool: int | None = None,
-             pending: Collection[str] = ()) -> list[tuple[str, float]]:
+             pending: Collection[str] = (), cosines: Mapping[str, float] | None = None,
+             ) -> list[tuple[str, float]]:
         """``(chunk id, fused score)`` best first, ties by chunk id.
 
         ``pool``: how many each retriever was asked for; a BM25 list shorter than
         that holds every chunk with a positive score (None: assume it was cut).
         ``pending``: candidates still owed a vector (``convex`` scores them by the
-        dense list's cosine at their BM25 rank, see the module docstring)."""
+        dense list's cosine at their BM25 rank, see the module docstring).
+        ``cosines``: the query's cosine to BM25 candidates that have a vector
+        (``convex`` scores one the dense list left out by it, not the floor)."""
         if self.method == "lexical":
             scores = dict(lexical)
         elif self.method == "dense":
@@ -102,7 +113,7 @@ class Fusion:
             scores = _rrf(lexical, dense, self.lexical_weight, self.dense_weight, self.rrf_k)
         else:
             complete = pool is not None and len(lexical) < pool
-            scores = _convex(lexical, dense, self.lexical_weight, self.dense_weight, complete, pending)
+            scores = _convex(lexical, dense, self.lexical_weight, self.dense_weight, complete, pending, cosines or {})
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
@@ -116,18 +127,22 @@ def _rrf(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float, k: int)
     return scores
 
 
-def _convex(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float,
-            lexical_complete: bool, pending: Collection[str] = ()) -> dict[str, float]:
+def _convex(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float, lexical_complete: bool,
+            pending: Collection[str] = (), cosines: Mapping[str, float] = MappingProxyType({})) -> dict[str, float]:
     best = max((score for _, score in lexical), default=0.0)
     lex = {chunk: score / best for chunk, score in lexical} if best > 0 else {}
     den = dict(dense)
     lex_missing = 0.0 if lexical_complete or not lex else min(lex.values())
     den_missing = min(den.values()) if den else 0.0
-    if den and pending:
-        cosines = [score for _, score in dense]
+    if den:
+        listed = [score for _, score in dense]
         for rank, (chunk, _score) in enumerate(lexical):
-            if chunk in pending and chunk not in den:
-                den[chunk] = cosines[min(rank, len(cosines) - 1)]
+            if chunk in den:
+                continue
+            if chunk in cosines:
+                den[chunk] = cosines[chunk]
+            elif chunk in pending:
+                den[chunk] = listed[min(rank, len(listed) - 1)]
     scores: dict[str, float] = {}
     for chunk in (*lex, *den):
         if chunk not in scores:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from funes.embedding import awaiting_vector_sql
 from funes.errors import positive_number
 from funes.memory.reader import Memory
@@ -111,6 +113,18 @@ class RecallResult:
     # Share of chunks with a vector, when counted (None: counting scans the whole
     # vector column, which a cold recall does not pay for).
     dense_coverage: float | None = None
+
+
+def _cosines(query: np.ndarray, vectors: dict[str, Any]) -> dict[str, float]:
+    """The query's cosine to each chunk of ``vectors`` that has one (a row not
+    embedded, or still owed its vector, holds None)."""
+    held = [(chunk, vector) for chunk, vector in vectors.items() if vector is not None]
+    if not held:
+        return {}
+    matrix = np.asarray([vector for _, vector in held], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+    similarity = matrix @ np.asarray(query, dtype=np.float32) / np.maximum(norms, 1e-12)
+    return {chunk: float(value) for (chunk, _), value in zip(held, similarity, strict=True)}
 
 
 def _scaled(values: list[float]) -> list[float]:
@@ -244,13 +258,19 @@ class Recaller:
         if self.fusion.uses_lexical and (allowed is None or len(allowed)):
             lexical = self.memory.lexical().search(query, pool, allowed)
         # A chunk both retrievers found is read by both: skipping it here would mean
-        # waiting for the dense side, the two reads in series again.
-        pool_rows = self.memory.rows([chunk for chunk, _ in lexical], RANKING_COLUMNS, row_ids=True, computed=flags)
+        # waiting for the dense side, the two reads in series again.  With the dense
+        # side, BM25's candidates are read with their vectors: one the vector search
+        # did not return is scored by its own cosine (retrieval/fusion.py).
+        columns = (*RANKING_COLUMNS, "vector") if searching_dense is not None else RANKING_COLUMNS
+        pool_rows = self.memory.rows([chunk for chunk, _ in lexical], columns, row_ids=True, computed=flags)
         dense: list[tuple[str, float]] = []
+        cosines: dict[str, float] = {}
         if searching_dense is not None:
-            dense, dense_rows = searching_dense.result()
+            dense, dense_rows, asked = searching_dense.result()
+            cosines = _cosines(asked, {chunk: row.pop("vector") for chunk, row in pool_rows.items()})
             pool_rows = {**dense_rows, **pool_rows}
-        fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)})
+        fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)},
+                                 cosines)
         # A ranking that weighs a block by its chunks reads the pool's split blocks,
         # whose row ids then give the finalists' passages (no second scan); without
         # it only the finalists' blocks are read, once they are known.
@@ -331,12 +351,14 @@ class Recaller:
         )
 
     def _dense_pool(self, query: str, pool: int, where: str | None,
-                    ) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
-        """The ``pool`` chunks nearest the query's embedding (``(chunk id, cosine)``)
-        and their rows as the ranking reads them (none is owed a vector: each has one)."""
+                    ) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]], np.ndarray]:
+        """The ``pool`` chunks nearest the query's embedding (``(chunk id, cosine)``),
+        their rows as the ranking reads them (none is owed a vector: each has one),
+        and the query's embedding."""
         vector = self.embedder.embed([query])[0]
         nearest = self.memory.nearest_rows(vector, pool, where, RANKING_COLUMNS)
-        return [(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest}
+        return ([(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest},
+                vector)
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
                        block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:

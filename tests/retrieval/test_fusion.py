@@ -39,6 +39,23 @@ def test_a_candidate_missing_from_one_list_gets_that_lists_floor():
     assert fused["b"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.5)
 
 
+def test_a_bm25_candidate_the_vector_search_left_out_is_scored_by_its_own_cosine():
+    lexical = [("a", 8.0), ("b", 4.0), ("t", 4.0)]
+    dense = [("c", 0.9), ("a", 0.5)]
+    # "b" has a vector, only not among the vector search's best: its own cosine, below
+    # the floor a candidate without one ("t", a tool call the memory never embeds) keeps.
+    fused = dict(Fusion("convex", 0.6, 0.4).fuse(lexical, dense, pool=3, cosines={"a": 0.5, "b": 0.1}))
+    assert fused["b"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.1)
+    assert fused["t"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.5)
+    # A candidate both retrievers returned keeps the cosine the search gave it.
+    assert fused["a"] == pytest.approx(0.6 * 1.0 + 0.4 * 0.5)
+    # Its own cosine wins over the rank rule for a row owed a vector (it has one by now).
+    assert dict(Fusion("convex", 0.6, 0.4).fuse(lexical, dense, pool=3, pending={"b"}, cosines={"b": 0.1}))["b"] \
+        == pytest.approx(0.6 * 0.5 + 0.4 * 0.1)
+    # Only convex fusion reads scores: the other methods ignore the cosines.
+    assert Fusion.named("rrf").fuse(lexical, dense, cosines={"b": 0.1}) == Fusion.named("rrf").fuse(lexical, dense)
+
+
 def test_a_short_bm25_list_means_the_others_matched_no_term():
     lexical = [("a", 8.0)]
     dense = [("c", 0.9), ("a", 0.5)]

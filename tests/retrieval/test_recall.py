@@ -57,6 +57,38 @@ def test_a_question_asking_for_a_number_brings_the_output_that_holds_one_first(r
     assert holds_answer(hits[0].text, asked_types(question))
 
 
+def test_a_keyword_match_the_vector_search_left_out_is_fused_with_its_own_cosine(recaller, monkeypatch):
+    """With the vector search's pool cut to six, BM25's other candidates reach fusion
+    with the query's true cosine to their stored vectors (not the pool's floor); rows
+    without a vector (tool calls) are not given one."""
+    import funes.retrieval.search as search
+    from funes.retrieval.fusion import Fusion
+
+    seen = {}
+    fuse = Fusion.fuse
+
+    def spying(self, lexical, dense, pool=None, pending=(), cosines=None):
+        seen.update(lexical=lexical, dense=dense, cosines=dict(cosines or {}))
+        return fuse(self, lexical, dense, pool, pending, cosines)
+
+    monkeypatch.setattr(search, "POOL", 6)
+    monkeypatch.setattr(Fusion, "fuse", spying)
+    question = "the test run and the flaky test"
+    recaller.recall(question, k=2, candidates=2)
+    left_out = [chunk for chunk, _ in seen["lexical"] if chunk not in dict(seen["dense"])]
+    assert left_out and set(seen["cosines"]) <= {chunk for chunk, _ in seen["lexical"]}
+    rows = recaller.memory.rows(left_out, ("id", "vector"))
+    asked = recaller.embedder.embed([question])[0]
+    with_vector = {chunk for chunk, row in rows.items() if row["vector"] is not None}
+    assert with_vector and with_vector <= set(seen["cosines"])
+    for chunk in with_vector:
+        vector = np.asarray(rows[chunk]["vector"], dtype=np.float32)
+        expected = float(vector @ asked / (np.linalg.norm(vector) * np.linalg.norm(asked)))
+        assert seen["cosines"][chunk] == pytest.approx(expected, abs=1e-5)
+        assert seen["cosines"][chunk] <= min(score for _, score in seen["dense"]) + 1e-5
+    assert not {chunk for chunk, row in rows.items() if row["vector"] is None} & set(seen["cosines"])
+
+
 def test_the_default_rerank_stage_runs_without_a_download(memory_home):
     hits = recall_json("flaky test", "-k", "2")
     assert hits and all(h["reranker"] == "maxsim-static" and h["reranker_note"] is None for h in hits)
