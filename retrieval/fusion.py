@@ -14,17 +14,19 @@ vector, gets its own cosine (``cosines``: the search's pool is cut at its top
 candidate one retriever did not return gets that retriever's lowest returned
 score (what it is known not to exceed), or 0 from BM25 when BM25 returned
 fewer than it was asked for (then every chunk it left out matched no query
-term).  The own cosine in place of the dense floor lifted R@10 / MRR@10 in
-process on every dev set (BENCHMARKS.md "Decisions", "A candidate's own
-cosine"): the floor is the most a left-out candidate could score, and ranking
-a keyword match with an unrelated meaning at that bound lets it pass a passage
-both retrievers agree on.  The methods were compared on the LoCoMo dev split, and the weights
+term).  The floor is the most a left-out candidate could score: at that bound
+a keyword match whose meaning lies elsewhere passes a passage both retrievers
+agree on.  Its own cosine raised MRR@10 in process on every dev set (BENCHMARKS.md
+"Decisions", "A candidate's own cosine").
+
+The methods were compared on the LoCoMo dev split, and the weights
 chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
 convex fusion beat weighted RRF at every weight tried, and the result is flat
 for dense weights 0.3–0.5; on the coding dev set too, with the ranking stage
 that follows (retrieval/ranking.py), 0.4 is within noise of the best.
 
-Without its own cosine, the floor has one exception, in ``convex``: a candidate still *owed* a vector (a memory's backlog: the
+The floor has one exception, in ``convex``: a candidate still *owed* a vector,
+so without a cosine of its own (a memory's backlog: the
 row's tier is one the memory embeds, its vector not computed yet): the vector
 search could not return it, and the floor would sink it below rows of the same
 kind that happen to be embedded already.  It gets the cosine the dense list holds
