@@ -28,7 +28,7 @@ import numpy as np
 
 from funes.embedding import awaiting_vector_sql
 from funes.errors import positive_number
-from funes.memory.reader import Memory
+from funes.memory.reader import Memory, cosines
 from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import DEFAULT_K, check_counts, checked_query
 from funes.retrieval.filters import Filters
@@ -113,18 +113,6 @@ class RecallResult:
     # Share of chunks with a vector, when counted (None: counting scans the whole
     # vector column, which a cold recall does not pay for).
     dense_coverage: float | None = None
-
-
-def _cosines(query: np.ndarray, vectors: dict[str, Any]) -> dict[str, float]:
-    """The query's cosine to each chunk of ``vectors`` that has one (a row not
-    embedded, or still owed its vector, holds None)."""
-    held = [(chunk, vector) for chunk, vector in vectors.items() if vector is not None]
-    if not held:
-        return {}
-    matrix = np.asarray([vector for _, vector in held], dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-    similarity = matrix @ np.asarray(query, dtype=np.float32) / np.maximum(norms, 1e-12)
-    return {chunk: float(value) for (chunk, _), value in zip(held, similarity, strict=True)}
 
 
 def _scaled(values: list[float]) -> list[float]:
@@ -264,13 +252,14 @@ class Recaller:
         columns = (*RANKING_COLUMNS, "vector") if searching_dense is not None else RANKING_COLUMNS
         pool_rows = self.memory.rows([chunk for chunk, _ in lexical], columns, row_ids=True, computed=flags)
         dense: list[tuple[str, float]] = []
-        cosines: dict[str, float] = {}
+        own_cosines: dict[str, float] = {}
         if searching_dense is not None:
             dense, dense_rows, asked = searching_dense.result()
-            cosines = _cosines(asked, {chunk: row.pop("vector") for chunk, row in pool_rows.items()})
+            vectors = {chunk: row.pop("vector") for chunk, row in pool_rows.items()}
+            own_cosines = cosines(asked, {chunk: vector for chunk, vector in vectors.items() if chunk not in dense_rows})
             pool_rows = {**dense_rows, **pool_rows}
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)},
-                                 cosines)
+                                 own_cosines)
         # A ranking that weighs a block by its chunks reads the pool's split blocks,
         # whose row ids then give the finalists' passages (no second scan); without
         # it only the finalists' blocks are read, once they are known.

@@ -687,11 +687,26 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+def _unit_query(query: np.ndarray) -> np.ndarray:
+    return query / max(float(np.linalg.norm(query)), 1e-12)
+
+
+def cosines(query: np.ndarray, vectors: Mapping[str, Sequence[float] | None]) -> dict[str, float]:
+    """``query``'s cosine to each chunk of ``vectors`` that has one (a row not
+    embedded, or still owed its vector, holds None), as the vector search measures
+    it: recall scores a BM25 candidate the search left out by it."""
+    held = [(chunk, vector) for chunk, vector in vectors.items() if vector is not None]
+    if not held:
+        return {}
+    similarity = _unit_rows(np.asarray([vector for _, vector in held], dtype=np.float32)) @ _unit_query(query)
+    return {chunk: float(value) for (chunk, _), value in zip(held, similarity, strict=True)}
+
+
 def _nearest(ids: list[str], unit: np.ndarray, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """``(id, cosine distance)`` of the ``k`` rows of ``unit`` (unit vectors, one per
     id) nearest ``query``."""
     if not ids:
         return []
-    distances = 1.0 - unit @ (query / max(float(np.linalg.norm(query)), 1e-12))
+    distances = 1.0 - unit @ _unit_query(query)
     order = np.argsort(distances, kind="stable")[:k]
     return [(ids[i], float(distances[i])) for i in order]
