@@ -47,7 +47,6 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from funes.errors import UsageError
 
@@ -130,7 +129,7 @@ def _rrf(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float, k: int)
 
 
 def _convex(lexical: Ranking, dense: Ranking, w_lex: float, w_dense: float, lexical_complete: bool,
-            pending: Collection[str] = (), cosines: Mapping[str, float] = MappingProxyType({})) -> dict[str, float]:
+            pending: Collection[str], cosines: Mapping[str, float]) -> dict[str, float]:
     best = max((score for _, score in lexical), default=0.0)
     lex = {chunk: score / best for chunk, score in lexical} if best > 0 else {}
     den = dict(dense)
