@@ -133,11 +133,13 @@ def tier_ablation(kit: Path, corpora: dict[str, Path], precisions: Sequence[str]
 BACKLOG_SECTION = "Recall while vectors are pending (dev sets)"
 # (label, the share of each default tier embedded, newest first) per set: a first
 # index fills text and thinking, then tool results (funes.indexing, the backlog).
+_CODING_BACKLOG = (("text 10 % embedded, tool results pending", {1: 0.1}),
+                   ("text 50 % embedded, tool results pending", {1: 0.5}),
+                   ("text embedded, tool results pending", {1: 1.0}),
+                   ("text embedded, tool results 50 % embedded", {1: 1.0, 3: 0.5}))
 BACKLOG_STATES = {
-    "coding": (("text 10 % embedded, tool results pending", {1: 0.1}),
-               ("text 50 % embedded, tool results pending", {1: 0.5}),
-               ("text embedded, tool results pending", {1: 1.0}),
-               ("text embedded, tool results 50 % embedded", {1: 1.0, 3: 0.5})),
+    "coding": _CODING_BACKLOG,
+    "coding2": _CODING_BACKLOG,
     "locomo": (("text 10 % embedded", {1: 0.1}), ("text 50 % embedded", {1: 0.5})),
 }
 BACKLOG_NOTES = """How recall fares while a memory's backlog fills (a first index of a big
