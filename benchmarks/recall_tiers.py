@@ -144,41 +144,44 @@ BACKLOG_STATES = {
 }
 BACKLOG_NOTES = """How recall fares while a memory's backlog fills (a first index of a big
 history spends minutes to an hour there).  In process, as `--tiers` does
-(`recall_ablation.py`, the shipped ranking), with the default tiers
+(`recall_ablation.py`: the fused ranking and the shipped `Ranking`, without the
+rerank stage and without a tool call's result in its hit, so every figure is
+below the CLI's in "Recall quality"), with the default tiers
 (`funes.embedding.DENSE_TIERS`) and of each only the newest share holding a
 vector, as the backlog fills them; the other rows of those tiers are *pending*,
 left out of the vector search.  Two ways to score a pending candidate that BM25
-returned: at the dense list's floor (its lowest returned cosine, what every
-candidate the vector search did not return got before) or at the dense
-list's cosine at the candidate's BM25 rank (`funes.retrieval.fusion`, as
-shipped).  A memory with every vector in scores the same either way (no row is
-pending), and rows a memory never embeds (tool calls) keep the floor in both.
-Leave-one-out: the ranking grid chosen again without each fold (`--tiers-cv`'s).
+returned: at the dense list's floor (its lowest returned cosine, the form this
+replaced) or at the dense list's cosine at the candidate's BM25 rank
+(`funes.retrieval.fusion`, as shipped).  A memory with every vector in scores
+the same either way (no row is pending), and rows a memory never embeds (tool
+calls) keep the floor in both.  Leave-one-out: the ranking grid chosen again
+without each fold (`--tiers-cv`'s).
 
-At the floor, a coding memory with a tenth or half of its text embedded and its
-tool output pending scored *below BM25 alone* (R@10 0.652 and 0.705 in sample
-against 0.752): the rows still waiting sank under the embedded ones.  By BM25
-rank, 0.725 and 0.770 (left out 0.732 and 0.762, against 0.712 and 0.727); with
-text done and tool output pending or half done, 0.800 and 0.812 against 0.775 and
-0.787 in sample, the same left out (within 0.003).  MRR@10 rose in sample in every
-state; left out it fell at a tenth (0.381 against 0.408) and rose at half (0.411
-against 0.378).  LoCoMo (text only, 1,018 questions) moved by under 0.01 either
-way.  Shipped as measured on bc7ff37 with the change applied).
+In sample, by BM25 rank scores above the floor in every state of both coding
+sets (R@10 +0.010 to +0.078; MRR@10 above or within 0.002), and the floor sinks a coding memory below BM25
+alone where its text is a tenth embedded (coding dev 0.677 against 0.702,
+coding dev2 0.511 against 0.537) or half (coding dev2 0.494 against 0.537),
+where by BM25 rank it stays level or above (0.705, 0.546, 0.572).  LoCoMo (text
+only) moves by 0.010 or less either way.  Left out, by BM25 rank scores below
+the floor on the coding sets only where a tenth of the text is embedded (coding
+dev 0.712 / 0.382 against 0.717 / 0.426; coding dev2 R@10 0.503 against 0.520,
+MRR@10 0.377 against 0.366), and LoCoMo within 0.005.
 
-Measured with a scratch script over the same ablation and not shipped:
-*every* candidate without a vector scored by its BM25 rank, tool calls too, costs
-a complete memory (tiers 1 + 3) R@10 / MRR@10 0.777 / 0.427 in sample and 0.752 /
-0.414 left out against 0.797 / 0.443 and 0.787 / 0.431, so only rows the backlog
-owes are scored so.  A pending row given instead the mean cosine of the BM25
-candidates that have one: with the oldest 50 % / 90 % of text and tool results
-pending, 0.787 / 0.432 and 0.757 / 0.386 in sample, 0.767 / 0.429 and 0.737 / 0.390
-left out, against 0.782 / 0.435, 0.757 / 0.399, 0.767 / 0.420 and 0.762 / 0.409 by
-BM25 rank.  And for the backlog's size: vectors for the first chunk of
-each tool result only (the others are 69 % of tool-result chunks and 80 % of their
-characters in the 300k day-zero history; 2,098 of 2,717 on coding) scored 0.790 /
-0.436 in sample and 0.767 / 0.431 left out, a loss of 0.020 R@10 left out, beyond
-the 0.015 the tier policy is held to (tests/retrieval/test_recall_choice.py): tool results
-keep a vector for every chunk.
+Measured at bc7ff37 with a scratch script over the same ablation and not
+shipped: *every* candidate without a vector scored by its BM25 rank, tool calls
+too, cost a complete coding memory (tiers 1 + 3) R@10 / MRR@10 0.777 / 0.427 in
+sample and 0.752 / 0.414 left out against 0.797 / 0.443 and 0.787 / 0.431, so
+only rows the backlog owes are scored so.  A pending row given instead the mean
+cosine of the BM25 candidates that have one: with the oldest 50 % / 90 % of text
+and tool results pending, 0.787 / 0.432 and 0.757 / 0.386 in sample, 0.767 /
+0.429 and 0.737 / 0.390 left out, against 0.782 / 0.435, 0.757 / 0.399, 0.767 /
+0.420 and 0.762 / 0.409 by BM25 rank.  And for the backlog's size: vectors for
+the first chunk of each tool result only (the others are 69 % of tool-result
+chunks and 80 % of their characters in the 300k day-zero history; 2,098 of
+2,717 on coding) scored 0.790 / 0.436 in sample and 0.767 / 0.431 left out, a
+loss of 0.020 R@10 left out, beyond the 0.015 the tier policy is held to
+(tests/retrieval/test_recall_choice.py): tool results keep a vector for every
+chunk.
 """
 
 

@@ -31,10 +31,11 @@ row's tier is one the memory embeds, its vector not computed yet): the vector
 search could not return it, and the floor would sink it below rows of the same
 kind that happen to be embedded already.  It gets the cosine the dense list holds
 at its BM25 rank instead (as if it stood as high by meaning as by keywords).  On
-the coding dev set a memory with half its text and all its tool output awaiting
-vectors, the state of a first index's first minutes, scored R@10 / MRR@10 0.705 /
-0.398 with the floor, below BM25 alone (0.752 / 0.418), and 0.770 / 0.429 so; see
-BENCHMARKS.md "Recall while vectors are pending".  Rows a memory's policy never
+coding dev2, a memory with half its text and all its tool output awaiting
+vectors, the state of a first index's first minutes, scored R@10 / MRR@10 0.494 /
+0.304 with the floor, below BM25 alone (0.537 / 0.353), and 0.572 / 0.375 so
+(in process, without the rerank stage); see BENCHMARKS.md "Recall while vectors
+are pending".  Rows a memory's policy never
 embeds (tool calls, by default) keep the floor: the weights were chosen with it.
 
 ``--fusion`` (or ``FUNES_FUSION``) picks one of :data:`METHODS`: ``convex``
