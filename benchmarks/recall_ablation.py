@@ -83,6 +83,9 @@ class DevSet:
     ids: list[str]
     query_vectors: np.ndarray
     splits: dict[tuple[str, str, int], int]
+    # The head of the call behind each tool result, where the memory's writers embed a
+    # result after its call (empty where they do not): what a re-embed reads with it.
+    call_heads: dict[str, str] = field(default_factory=dict)
     _lexical: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
     _dense: dict[tuple, list[list[tuple[str, float]]]] = field(default_factory=dict)
     # What :meth:`dense` searches: rows with a vector of these tiers (None: every row),
@@ -130,16 +133,18 @@ class DevSet:
         embedder = load_embedder("cpu")
         redo = [i for i, (row, vector) in enumerate(zip(rows, stored, strict=True))
                 if vector is None or row["tier"] in memory.int8_tiers]
+        # A result is embedded after its call where the memory's writers embed it so.
+        calls = memory.call_heads([r for r in rows if r["block_type"] == "tool_result"]) \
+            if memory.results_read_calls else {}
         if redo:
-            # A result is embedded after its call where the memory's writers embed it so.
-            calls = memory.call_heads([rows[i] for i in redo]) if memory.results_read_calls else {}
             fresh = embedder.embed([embedding_input(rows[i]["text"] or "", rows[i]["block_type"], rows[i]["tool_name"],
                                                     calls.get(rows[i]["id"])) for i in redo])
             for i, vector in zip(redo, fresh, strict=True):
                 stored[i] = vector
         vectors = np.asarray(stored, np.float32)
         query_vectors = embedder.embed([q["question"] for q in qrels])
-        return cls(name, qrels, {r["id"]: r for r in rows}, vectors, [r["id"] for r in rows], query_vectors, splits)
+        return cls(name, qrels, {r["id"]: r for r in rows}, vectors, [r["id"] for r in rows], query_vectors, splits,
+                   calls)
 
     def lexical(self, representation: str) -> list[list[tuple[str, float]]]:
         """BM25 candidates per question: ``product`` (what ships), ``previous``
@@ -208,16 +213,17 @@ class DevSet:
 
     def reembedded(self, name: str, embedder, tiers: frozenset[int] | None = None) -> None:
         """The rows of ``tiers`` (None: every row) and every question embedded again
-        by ``embedder`` (what the product would store and ask with), the other rows
-        keeping their fp32 vectors, kept as :attr:`alternative_vectors` ``name``."""
+        by ``embedder`` (what the product would store and ask with: a tool result after
+        its call's head, as :meth:`load` reads it), the other rows keeping their fp32
+        vectors, kept as :attr:`alternative_vectors` ``name``."""
         from funes.indexing import embedding_input
 
         chosen = [n for n, i in enumerate(self.ids) if tiers is None or self.rows[i]["tier"] in tiers]
         vectors = self.vectors.copy()
         if chosen:
-            vectors[chosen] = embedder.embed([embedding_input(self.rows[self.ids[n]]["text"] or "",
-                                                              self.rows[self.ids[n]]["block_type"],
-                                                              self.rows[self.ids[n]]["tool_name"]) for n in chosen])
+            rows = [self.rows[self.ids[n]] for n in chosen]
+            vectors[chosen] = embedder.embed([embedding_input(row["text"] or "", row["block_type"], row["tool_name"],
+                                                              self.call_heads.get(row["id"])) for row in rows])
         self.alternative_vectors[name] = (vectors, embedder.embed([q["question"] for q in self.qrels]))
 
     def hits(self, representation: str, fusion, ranking, shown: str = "passage") -> dict[str, list[dict]]:
