@@ -24,59 +24,50 @@ TIER_SETTINGS = (
 )
 TIERS_SECTION = "Recall by embedded tier and precision (dev sets)"
 TIERS_NOTES = """\
-Which tiers' vectors pay.  Every question of both sets is asked again
-in process with the shipped fusion and ranking (`recall_ablation.py`), as if the
-memory held vectors only for the tiers named: the other rows are left out of the
-vector search and found by BM25 alone, as in a memory whose backlog stopped there
-(the vectors that exist are the stored fp32 ones).  LoCoMo has text only, so
-every setting that keeps tier 1 is one run there.  Coding chunks: tier 1 (text,
-thinking) 12 %, tier 2 (tool calls) 26 %, tier 3 (tool results) 61 %.
-
-*Tool calls' vectors* change coding R@10 on no session and MRR@10 by −0.02 to
-+0.125 a session (+0.005 overall): noise, and LoCoMo has none, so they are no
-longer embedded by default (`funes index --embed-all` embeds them).  *Tool
-results' vectors* are worth R@10 0.035 and MRR@10 0.02 overall, tool-output
-questions 0.688 → 0.562 and tool-result gold 0.656 → 0.375 without them: with
-vectors for text and none for tool output, the fusion's dense share lifts text
-over the tool results (BM25 alone scores them 0.688); leaving them out costs three
-sessions (019a93b9 0.833 → 0.667, 8463c716 0.820 → 0.800, d6e0bada 0.75 → 0.50)
-and raises none, so they stay.  *Text and thinking vectors* are worth R@10 0.035
-on coding (no session loses) and 0.019 on LoCoMo (every conversation gains): they
-stay, first in the backlog (then tool results, newest first within a tier).  The
-default, tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
-`benchmarks/recall_choice.json`), scores 0.797 / 0.443 on coding and 0.782 /
-0.561 on LoCoMo in process, against 0.797 / 0.438 and 0.782 / 0.561 with every
-tier.  The leave-one-out estimates (`--tiers-cv`) choose the ranking grid again without
-each fold (243 settings a row on coding; 17 minutes for the whole command at
-the shipped graph); the per-fold rows are at the shipped weights.
-
-*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a layer,
-dynamic per-channel int8, derived locally from the fp32 export, one text
-a run: `CPU_BATCH_SIZE`), against every row's fp32 vector (the tool calls a memory
-leaves to BM25 are embedded at fp32 here for the reference).  *What a memory created
-now stores* (`funes.embedding.INT8_TIERS`: text, thinking and tool
-results at int8, queries fp32): coding 0.787 / 0.439 in sample against 0.797 / 0.443
-for the same tiers in fp32, leave-one-out 0.777 / 0.415 against 0.787 / 0.431; R@10
-moves on one session only (258c7280, 0.788 → 0.758: one of its 33 questions).  LoCoMo
-0.781 / 0.563 against 0.782 / 0.561 in sample (1,018 questions), 0.786 / 0.556
-against 0.785 / 0.555 left out; by conversation R@10 −0.006 to 0.  A question is a
-fifth of a standard error on coding (0.045), and text embeds a third faster at int8
-(BENCHMARKS "Embedding", the bulk backlog: 84 against 63 chunks/s on tier 1 of the
-300k day-zero memory), which is what bounds how soon a first index's text is
-searchable by meaning: shipped.  An earlier build derived the int8 model from an export
-whose attention the optimizer could not fuse (transformers' sdpa: BENCHMARKS
-"Embedding"), 5–11 % more CPU a text for the same cosine to fp32; that graph
-scored coding 0.787 / 0.435 in sample and 0.777 / 0.436 left out, LoCoMo 0.780 / 0.561
-and 0.785 / 0.556: the same R@10 on every session and conversation but conv-41 (0.792
-now against 0.798), left-out coding MRR 0.021 lower now, in sample 0.004 higher.
-An earlier default stored text at fp32 and tool results at int8 (coding 0.787 / 0.441 in
-sample, 0.767 / 0.425 left out, on 2026-12-02); a memory keeps the stamp it was created
-with, and its int8 vectors from the unfused graph stay beside new ones from the fused
-graph (cosine 0.993–0.995 between the two on the 300k memory's text and tool output,
-each 0.990 to fp32).  *Every document at int8* (tool calls too) with fp32 queries:
-coding 0.787 / 0.436, LoCoMo 0.781 / 0.563; with int8 queries too, 0.797 / 0.435 and
-0.781 / 0.563.  One text a run quantises each text by its own scale: with batches
-of 8 every-document int8 scored LoCoMo R@10 0.777 (fp32 queries 0.779).
+Which tiers' vectors pay.  Every question of every dev set is asked again in
+process with the shipped fusion and ranking (`recall_ablation.py`: without the
+rerank stage and without a tool call's result in its hit, so every figure is
+below the CLI's in "Recall quality"), as if the memory held vectors only for the
+tiers named: the other rows are left out of the vector search and found by BM25
+alone, as in a memory whose backlog stopped there (the vectors that exist are
+fp32, a tool result's read after its call's head as the product embeds it).
+LoCoMo has text only, so every setting that keeps tier 1 is one run there.
+Chunks: coding dev tier 1 (text, thinking) 12 %, tier 2 (tool calls) 26 %, tier
+3 (tool results) 61 %; coding dev2 14 %, 35 %, 51 %.
+*Tool calls' vectors* (every tier against tiers 1 + 3), in sample: coding dev
+R@10 −0.010, MRR@10 +0.005; coding dev2 +0.017 (one question, session
+8a2518dd), MRR@10 −0.020; left out, where each fold picks the ranking weights
+again, +0.005 / +0.014 and +0.017 / +0.038.  Within one standard error on every
+set (coding dev R@10 about 0.045, coding dev2 0.06), against a third to a
+half more chunks to embed: they stay out by default (`funes index --embed-all` embeds
+them).  *Tool results' vectors* (tiers 1 + 3 against 1 + 2): coding dev R@10
++0.045 and MRR@10 +0.028, tool-output questions 0.576 → 0.722, tool-result gold
+0.562 → 0.750; coding dev2 +0.052 / +0.062, tool-result gold 0.595 → 0.714;
+without them the fusion's dense share lifts text over tool output: they stay.
+*Text and thinking vectors* (tiers 1 + 3 against 2 + 3): coding dev +0.018 /
++0.050, coding dev2 +0.017 / +0.027, LoCoMo +0.034 / +0.010: they stay, first
+in the backlog (then tool results, newest first within a tier).  The default,
+tiers 1 + 3 (`funes.embedding.DENSE_TIERS`, pinned in
+`benchmarks/recall_choice.json`), scores 0.755 / 0.496 on coding dev, 0.641 /
+0.421 on coding dev2 and 0.797 / 0.576 on LoCoMo in process.  The leave-one-out
+estimates (`--tiers-cv`) choose the ranking grid again without each fold (243
+settings a row on the coding sets; about 25 minutes for the whole command); the
+per-fold rows are at the shipped weights.
+*int8* (`funes.embedding.quantise_onnx`: the fused BERT graph, one QAttention a
+layer, dynamic per-channel int8, derived locally from the fp32 export, one text a
+run: `CPU_BATCH_SIZE`), against every row's fp32 vector.  *What a memory created
+now stores* (`funes.embedding.INT8_TIERS`: text, thinking and tool results at
+int8, queries fp32) against the same tiers at fp32: coding dev 0.755 / 0.494
+against 0.755 / 0.496 in sample, 0.752 / 0.462 against 0.752 / 0.472 left out;
+coding dev2 0.641 / 0.416 against 0.641 / 0.421, 0.658 / 0.389 against 0.649 /
+0.394; LoCoMo 0.794 / 0.577 against 0.797 / 0.576, 0.796 / 0.570 against 0.793
+/ 0.576.  Text embeds a third faster at int8 (BENCHMARKS "Embedding", the bulk
+backlog: 84 against 63 chunks/s on tier 1 of the 300k day-zero memory), which is
+what bounds how soon a first index's text is searchable by meaning: shipped.  A
+memory keeps the stamp it was created with.  *Every document at int8* (tool
+calls too) with fp32 queries: coding dev 0.745 / 0.501, coding dev2 0.658 /
+0.395, LoCoMo 0.794 / 0.577; with int8 queries too, 0.745 / 0.496, 0.641 /
+0.396 and 0.795 / 0.577.
 """
 
 

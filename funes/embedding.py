@@ -131,9 +131,11 @@ IDENTITY = ModelIdentity(MODEL_ID, WEIGHTS_SHA256, DIM, MAX_TOKENS, "mean", True
 # Which rows get a vector, by tier (funes.traces.model.TIER_OF_BLOCK: 1 text and
 # thinking, 2 tool calls, 3 tool results).  By default only the tiers whose vectors
 # measurably raise recall on the dev sets (benchmarks/eval_recall.py --tiers,
-# BENCHMARKS.md "Recall by embedded tier and precision"): tool calls' vectors
-# changed coding R@10 on no fold, so BM25 alone finds them; tool results' vectors
-# are worth 0.035 R@10 (without them text's vectors outrank them).  A memory
+# BENCHMARKS.md "Recall by embedded tier and precision"): tool calls' vectors move
+# R@10 by a question or less on every set (coding dev −0.010, coding dev2 +0.017 in
+# process), within noise for a third to a half more chunks to embed, so BM25 alone
+# finds them; tool results' vectors are worth 0.045 and 0.052 R@10 on the two coding
+# sets (without them text's vectors outrank them).  A memory
 # stamped ``every`` (``funes index --embed-all``) embeds every tier, whatever
 # process writes to it.
 EVERY_TIER: tuple[int, ...] = (1, 2, 3)
@@ -149,12 +151,12 @@ def dense_tiers(metadata: Mapping[str, str]) -> tuple[int, ...]:
 
 # Which tiers' vectors a CPU writer computes with the int8 model (:func:`quantise_onnx`)
 # instead of fp32: every tier a memory embeds by default.  With fp32 queries (every
-# query is fp32) coding R@10 / MRR@10 is 0.787 / 0.435 against 0.797 / 0.443 for the
-# same tiers at fp32 (one question of 100), LoCoMo 0.780 / 0.561 against 0.782 /
-# 0.561; left out 0.777 / 0.436 against 0.787 / 0.431 and 0.785 / 0.556 against 0.785
-# / 0.555 (BENCHMARKS.md "Recall by embedded tier and precision"): within noise on
-# both sets, for a third more text chunks a second, which is what bounds how soon a
-# first index's text is searchable by meaning.  Memories stamped before
+# query is fp32) R@10 / MRR@10 in process is 0.755 / 0.494 against 0.755 / 0.496 for
+# the same tiers at fp32 on coding dev, 0.641 / 0.416 against 0.641 / 0.421 on coding
+# dev2, 0.794 / 0.577 against 0.797 / 0.576 on LoCoMo (BENCHMARKS.md "Recall by
+# embedded tier and precision", left out too): within noise on every set, for a third
+# more text chunks a second, which is what bounds how soon a first index's text is
+# searchable by meaning.  Memories stamped before
 # that kept text at fp32 and embedded only tool results at int8.  The choice is
 # stamped on a memory when it is created, so a memory made before it keeps what it
 # was stamped with (fp32 throughout, or int8 tool results only); a CUDA writer computes every tier in fp32,

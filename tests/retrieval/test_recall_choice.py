@@ -74,28 +74,36 @@ def test_the_record_says_what_the_default_scored_on_every_dev_set():
             assert 0.0 < figures[estimate]["R@10"] <= 1.0 and 0.0 < figures[estimate]["MRR@10"] <= 1.0
 
 
+# One standard error of R@10 on each dev set, about 0.45 / sqrt(its questions).
+STANDARD_ERROR = {"coding": 0.045, "coding2": 0.06, "locomo": 0.015}
+
+
 def test_the_tiers_embedded_by_default_are_the_measured_ones():
     """``eval_recall.py --tiers --write`` records what each tier's vectors scored; the
-    default leaves out only tiers whose vectors did not raise recall on either set."""
+    default leaves out only tiers whose vectors did not raise recall by more than noise
+    on any set: in sample (the shipped weights) a third of the set's standard error,
+    and never less than 0.015 (coding dev2's 58 questions move R@10 by 0.017 a
+    question); left out, where each fold picks the ranking weights again, one
+    standard error, as for int8 below."""
     from funes.embedding import DENSE_TIERS, EVERY_TIER
 
     recorded = _recorded()["dense_tiers"]
     assert tuple(recorded["tiers"]) == DENSE_TIERS
-    assert set(recorded["measured"]) == {"coding", "locomo"}
-    for runs in recorded["measured"].values():
+    assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
+    for name, runs in recorded["measured"].items():
         every, policy = runs["every tier (all rows have vectors)"], runs[POLICY_RUN[DENSE_TIERS]]
-        for estimate in set(policy) & {"in_process", "leave_one_out"}:
-            # one standard error of coding R@10 is about 0.045: within a third of one
-            assert policy[estimate]["R@10"] >= every[estimate]["R@10"] - 0.015
-            assert policy[estimate]["MRR@10"] >= every[estimate]["MRR@10"] - 0.015
+        bars = {"in_process": max(0.015, STANDARD_ERROR[name] / 3), "leave_one_out": STANDARD_ERROR[name]}
+        for estimate in set(policy) & set(bars):
+            assert policy[estimate]["R@10"] >= every[estimate]["R@10"] - bars[estimate]
+            assert policy[estimate]["MRR@10"] >= every[estimate]["MRR@10"] - bars[estimate]
     assert set(DENSE_TIERS) <= set(EVERY_TIER)
 
 
 def test_the_tiers_embedded_at_int8_are_the_measured_ones():
     """``eval_recall.py --tiers --precisions int8 --write`` records what a memory created
-    now scores with the tiers it embeds at int8; in sample it is held to the bar the tier
-    policy is, left out (each fold picks the ranking weights again, so a question's
-    rank moves more) to one standard error of coding R@10, about 0.045."""
+    now scores with the tiers it embeds at int8; in sample it is held to 0.015 on every
+    set, left out (each fold picks the ranking weights again, so a question's rank
+    moves more) to one standard error of coding R@10, about 0.045."""
     from funes.embedding import DENSE_TIERS, INT8_TIERS
 
     recorded = _recorded()["dense_tiers"]
