@@ -5,7 +5,11 @@ benchmarks/.work), recall's top ``--candidates`` with the rerank stage named by
 ``--reranker`` (as ``FUNES_RERANKER`` names it, e.g. ``maxsim``) and without it;
 each ordering is scored by the kit (text match: R@10, MRR@10; weight 0 is the fused ranking, 1 the stage alone); a blend
 ``w·stage + (1−w)·fused`` (both min–max normalised over the candidates) is chosen
-leave-one-session-out over the three sets pooled (grouped by the gold's session).
+leave-one-session-out (grouped by the gold's session): each fold takes the weight
+with the best sum over the sets of each set's mean R@10 + MRR@10 outside the fold,
+as the ranking's other weights are chosen (benchmarks/recall_ablation.py), so that
+no set outvotes another by its number of questions.  A hit is judged by the text
+the CLI's ``--json`` gives the kit: its passage, and a tool call's result after it.
 The stage's own time per query is reported (warm: past each set's first
 :data:`WARM_UP` questions).  With ``--write``, the stage and the weight most folds
 chose (with how many folds chose each) are recorded as the default in
@@ -73,7 +77,7 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int) -> tuple[list[dict
     for q in sc.read_jsonl(corpus / "qrels.jsonl"):
         hits = recaller.recall(q["question"], k=candidates, candidates=candidates, neighbors=0).hits
         rows.append({"q": q, "group": f"{corpus.name}:{q['gold'][0]['session_id']}",
-                     "hits": [{"session_id": h.session_id, "text": h.text} for h in hits],
+                     "hits": [{"session_id": h.session_id, "text": h.shown_text()} for h in hits],
                      "fused": np.array([h.scores["fused"] for h in hits]),
                      "stage": np.array([h.scores["rerank"] for h in hits])})
     return rows, timed.ms[WARM_UP:]
@@ -117,13 +121,19 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"][name] = {
             "n": len(rows), "blends": {w: mean([r["at"][w] for r in rows]) for w in WEIGHTS},
             "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
-    # Leave one session out, the three sets pooled: the weight with the best mean MRR@10
-    # over every other session's questions, applied to the left-out one's.
-    pooled = [r for rows, _ in sets.values() for r in rows]
+    # Leave one session out: the weight with the best sum over the sets of each set's
+    # mean R@10 + MRR@10 outside the fold, applied to the left-out session's questions.
+    def objective(weight: float, left_out: str) -> float:
+        total = 0.0
+        for rows, _ in sets.values():
+            rest = [r["at"][weight] for r in rows if r["group"] != left_out]
+            if rest:
+                total += sum(m["R@10"] + m["MRR@10"] for m in rest) / len(rest)
+        return round(total, 6)
+
     chosen = {}
-    for group in sorted({r["group"] for r in pooled}):
-        rest = [r for r in pooled if r["group"] != group]
-        chosen[group] = max(WEIGHTS, key=lambda w: (round(mean([r["at"][w] for r in rest])["MRR@10"], 6), -w))
+    for group in sorted({r["group"] for rows, _ in sets.values() for r in rows}):
+        chosen[group] = max(WEIGHTS, key=lambda w: (objective(w, group), -w))
     for name, (rows, _) in sets.items():
         report["sets"][name]["left_out"] = mean([r["at"][chosen[r["group"]]] for r in rows])
     report["folds_by_weight"] = {w: n for w, n in sorted(Counter(chosen.values()).items())}

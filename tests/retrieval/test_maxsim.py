@@ -31,7 +31,8 @@ def test_word_pieces_are_the_default_stage(monkeypatch):
     assert reason is None and stage.model_id == WORD_PIECE_MAXSIM
 
 
-@pytest.mark.parametrize(("name", "weight"), [(WORD_PIECE_MAXSIM, 0.4), (MAXSIM, 0.7)])
+@pytest.mark.parametrize(("name", "weight"), [(WORD_PIECE_MAXSIM, WordPieceMaxSim.blend_weight),
+                                              (MAXSIM, MaxSimReranker.blend_weight)])
 def test_recall_orders_its_hits_by_the_blend_of_stage_and_fused_score(memory_home, monkeypatch, name, weight):
     from funes.retrieval.access import open_memory
     from funes.retrieval.rerank import shared_reranker
