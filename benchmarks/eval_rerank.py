@@ -11,7 +11,11 @@ as the ranking's other weights are chosen (benchmarks/recall_ablation.py), so th
 no set outvotes another by its number of questions.  A hit is judged by the text
 the CLI's ``--json`` gives the kit: its passage, and a tool call's result after it.
 The stage's own time per query is reported (warm: past each set's first
-:data:`WARM_UP` questions).  With ``--write``, the stage and the weight most folds
+:data:`WARM_UP` questions).  With ``--answer-weights``, the candidates are captured
+again under each weight of a candidate holding the kind of answer its question asks
+for (``Ranking.answer_weight``, retrieval/answer_types.py) and each fold chooses that
+weight and the stage's together, by the same rule (a report: the two are recorded
+by their own runs).  With ``--write``, the stage and the weight most folds
 chose (with how many folds chose each) are recorded as the default in
 ``benchmarks/recall_choice.json`` ("rerank"),
 which ``tests/retrieval/test_recall_choice.py`` holds the code to.
@@ -59,8 +63,12 @@ def normalised(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / span if span > 0 else np.zeros_like(values)
 
 
-def run_set(sc, corpus: Path, reranker: str, candidates: int) -> tuple[list[dict], list[float]]:
-    """Per question: its gold, group and candidates (passage text, fused, stage)."""
+def run_set(sc, corpus: Path, reranker: str, candidates: int,
+            answer_weight: float | None = None) -> tuple[list[dict], list[float]]:
+    """Per question: its gold, group and candidates (passage text, fused, stage), ranked
+    as recall ships or with another ``answer_weight``."""
+    import dataclasses
+
     from funes.memory.location import location_for
     from funes.memory.reader import Memory
     from funes.reranking import load_reranker
@@ -73,6 +81,8 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int) -> tuple[list[dict
     timed = Timed(stage)
     recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False)
     recaller.reranker = timed
+    if answer_weight is not None:
+        recaller.ranking = dataclasses.replace(recaller.ranking, answer_weight=answer_weight)
     rows = []
     for q in sc.read_jsonl(corpus / "qrels.jsonl"):
         hits = recaller.recall(q["question"], k=candidates, candidates=candidates, neighbors=0).hits
@@ -103,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=",".join(CORPORA))
     ap.add_argument("--reranker", default="maxsim")
     ap.add_argument("--candidates", type=int, default=30)
+    ap.add_argument("--answer-weights", type=lambda text: [float(w) for w in text.split(",")],
+                    help="choose the answer-type weight together with the stage's, over these weights "
+                         "(comma-separated, the shipped one first: the tables report it and ties go to it; "
+                         "a report, not recorded)")
     ap.add_argument("--write", action="store_true",
                     help=f"record the stage and its chosen weight as the default in {CHOICE.name}")
     args = ap.parse_args(argv)
@@ -111,32 +125,48 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(kit))
     import score as sc
 
-    sets = {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates)
-            for name in args.sets.split(",")}
-    for rows, _ in sets.values():  # judged once per weight: the folds below only sum
-        for row in rows:
-            row["at"] = {w: per_question(sc, row, w) for w in WEIGHTS}
+    if args.write and args.answer_weights:
+        ap.error("--write records the stage's weight over the ranking as it ships: leave out --answer-weights")
+    answer_weights = args.answer_weights or [None]
+    # One capture of every set's candidates per answer-type weight (None: as it ships).
+    captures = {aw: {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates, aw)
+                     for name in args.sets.split(",")} for aw in answer_weights}
+    for sets in captures.values():
+        for rows, _ in sets.values():  # judged once per weight: the folds below only sum
+            for row in rows:
+                row["at"] = {w: per_question(sc, row, w) for w in WEIGHTS}
+    sets = captures[answer_weights[0]]
     report = {"reranker": args.reranker, "candidates": args.candidates, "sets": {}}
     for name, (rows, ms) in sets.items():
         report["sets"][name] = {
             "n": len(rows), "blends": {w: mean([r["at"][w] for r in rows]) for w in WEIGHTS},
             "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
-    # Leave one session out: the weight with the best sum over the sets of each set's
+        if args.answer_weights:
+            report["sets"][name]["by_answer_weight"] = {
+                aw: {w: mean([r["at"][w] for r in captures[aw][name][0]]) for w in WEIGHTS} for aw in answer_weights}
+
+    # Leave one session out: the setting with the best sum over the sets of each set's
     # mean R@10 + MRR@10 outside the fold, applied to the left-out session's questions.
-    def objective(weight: float, left_out: str) -> float:
+    def objective(setting: tuple[float | None, float], left_out: str) -> float:
+        answer_weight, weight = setting
         total = 0.0
-        for rows, _ in sets.values():
+        for rows, _ in captures[answer_weight].values():
             rest = [r["at"][weight] for r in rows if r["group"] != left_out]
             if rest:
                 total += sum(m["R@10"] + m["MRR@10"] for m in rest) / len(rest)
         return round(total, 6)
 
-    chosen = {}
+    settings = [(aw, w) for aw in answer_weights for w in WEIGHTS]
+    chosen = {}  # ties: the stage's lesser say, then the answer weight listed first
     for group in sorted({r["group"] for rows, _ in sets.values() for r in rows}):
-        chosen[group] = max(WEIGHTS, key=lambda w: (objective(w, group), -w))
-    for name, (rows, _) in sets.items():
-        report["sets"][name]["left_out"] = mean([r["at"][chosen[r["group"]]] for r in rows])
-    report["folds_by_weight"] = {w: n for w, n in sorted(Counter(chosen.values()).items())}
+        chosen[group] = max(settings, key=lambda st: (objective(st, group), -st[1], -answer_weights.index(st[0])))
+    for name, (rows, _) in sets.items():  # every capture lists a set's questions in one order
+        report["sets"][name]["left_out"] = mean([captures[aw][name][0][i]["at"][w]
+                                                 for i, row in enumerate(rows) for aw, w in [chosen[row["group"]]]])
+    report["folds_by_weight"] = {w: n for w, n in sorted(Counter(w for _, w in chosen.values()).items())}
+    if args.answer_weights:
+        report["folds_by_answer_and_stage_weight"] = {
+            f"{aw}, {w}": n for (aw, w), n in Counter(chosen.values()).most_common()}
     print(json.dumps(report, indent=1, default=str))
     if args.write:
         # The weight most folds chose (ties: the smaller, the stage's lesser say).
