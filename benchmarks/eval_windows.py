@@ -21,7 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from eval_recall import cli_memory, eval_dir, gold_shown  # noqa: E402
+from eval_recall import eval_dir  # noqa: E402
+from evidence import cli_memory, gold_shown  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2"}
 WIDTHS = (480, 640, 800, 1000, 1200)
