@@ -31,10 +31,12 @@ For each, this
    its mean size (BENCHMARKS.md, "What vectors earn");
 6. times warm in-process recall on the built memory (p50/p95), and optionally
    (``--scale N``) on a memory of N chunks made by replicating the LoCoMo corpus;
-7. prints the tables and, with ``--write``, replaces the section
-   ``## Recall quality (dev sets)`` of BENCHMARKS.md and records the settings
-   measured as the default in ``benchmarks/recall_choice.json``, which
-   ``tests/retrieval/test_recall_choice.py`` holds the code to;
+7. prints the tables (first one row a set for the default: its figures, gold
+   within 1k, the left-out figures ``eval_rerank.py --write`` recorded in
+   ``benchmarks/recall_choice.json``, the goal) and, with ``--write``, replaces the
+   section ``## Recall quality (dev sets)`` of BENCHMARKS.md; with ``--ablation``
+   also records the settings measured as the default in ``recall_choice.json``,
+   which ``tests/retrieval/test_recall_choice.py`` holds the code to;
 8. with ``--tiers``, reruns every question in process with the shipped ranking
    as if the memory held vectors only for some tiers (the rest found by BM25
    only), and with ``--precisions int8`` with documents (and queries) embedded
@@ -89,158 +91,30 @@ METRICS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10")
 # name → fusion
 VARIANTS = {"convex": "convex", "rrf": "rrf", "lexical": "lexical", "dense": "dense"}
 BASELINES = ("bm25", "dense", "hybrid")
-# The section's prose: what ships and why.  Every figure in it is in the tables
-# this script writes below it.
+# The section's prose: how the figures below are made.  Every figure it names is in
+# the tables this script writes under it; what ships and why is under "Decisions".
 NOTES = """\
-Both dev sets are asked through `funes index --yes` then `funes recall --batch …
---json` and scored by the kit with `--match text` over the whole corpus of each
-set, with recall's default rerank stage (late interaction over the shipped
-MiniLM's word pieces; no cross-encoder can be fetched here); recency only breaks
-ties.  Targets: coding R@10 ≥ 0.70 and MRR@10 ≥ 0.50; LoCoMo
-R@10 ≥ 0.78 and MRR@10 ≥ 0.58, never below the 0.782 / 0.561 of 5ee3699.  The
-kit's baselines: coding, BM25 over whole blocks (`bm25_baseline.py`, in the
-coding table when run with `--baselines`): 0.517 / 0.323; LoCoMo (`baselines.py`
-over the bare turns, `--baselines locomo`, last run at c3a948b): BM25 0.570 /
-0.405, MiniLM 0.434 / 0.255, their RRF 0.555 / 0.355.
-
-**What ships.**  *Tokens* (`funes/memory/lexical.py`): a word joined by `.` `/`
-`:` `-` (a path, `ash.codegen`) is indexed whole, by each piece, and by the
-pieces' parts at `_` and case changes, so `resolveWorkspaceRoot` meets
-"workspace root".  *Documents by block type*: text, thinking and tool calls
-take the two conversation chunks (text or thinking) before them as context, no
-longer tool output; a tool call reads as its tool's name and argument values
-instead of escaped JSON; a tool result takes the head of the call that produced
-it instead of any context; own text three times as before.  *Vectors* are
-unchanged (MiniLM on the chunk, tool chunks prefixed with the tool name), so no
-memory is re-embedded.  *Ranking stage* (`retrieval/ranking.py`), after the
-unchanged convex fusion (0.6 BM25/best + 0.4 cosine): tool calls and results
-weigh 0.8, a text that ends in a question 0.7, a block split into n chunks
-n^-0.1 (since dropped: BENCHMARKS.md, "Ranking and fusion"), each candidate
-gains 0.3 × the best score of its session, and one hit
-stands for each block (identical texts in a session once).  *What a hit shows*
-(`retrieval/passage.py`, new in round 2): its whole block when the block is at
-most 1,200 characters, else the 1,200 characters of it centred on the chunk
-that matched, verbatim; a tool call as its arguments, one `name: value` a line,
-instead of escaped JSON.  The gold is a turn, and the chunk that ranks best is
-not always the piece of the turn that answers (the reasoning before a
-conclusion, the line of a log after the matched one): round 1's hits showed
-their chunk only, and 7 of the coding set's 140 gold turns (tool calls whose
-argument holds a newline or a quote) could match no hit text at all; with
-passages every gold turn can.  The text shown grows from 245 to 341 characters
-a hit on average (coding dev, top 10, measured in process); LoCoMo's turns are
-single short chunks, so nothing changes there.
-
-**How it was chosen.**  Each lever was measured alone and added in turn on both
-sets (ablation below), in process on the same memories and scored like the CLI
-runs.  The weights came from a grid (dense weight 0.3–0.5 × question weight
-1/0.8/0.7 × tool weight 1/0.9/0.8 × long-block exponent 0/0.1/0.2 × session
-weight 0/0.2/0.3), choosing the setting best on the sum of R@10 + MRR@10 over
-both sets where the two sets agree: LoCoMo has no tool or split blocks, so the
-tool and long-block weights are the coding set's, and the question and session
-weights LoCoMo's.  The leave-one-out estimates choose from the same grid on all
-but one coding session (LoCoMo conversation) and score the one left out, with
-hits shown as passages.  With passages most coding folds pick dense weight 0.5
-and tool traffic unweighted (picks below): in sample that is R@10 −0.015 and
-MRR@10 +0.025 against the shipped weights, but it loses R@10 in two of the three
-large sessions (8463c716 −0.04, ae4a77f8 −0.02) and MRR@10 in two folds, and
-LoCoMo moves by −0.002 MRR@10; a trade within noise that does not hold on every
-fold, so the round-1 weights stay.  The passage itself has one constant (1,200
-characters: two chunks; 2,000 scored R@10 0.807 / MRR@10 0.439, 800 0.772 /
-0.429) and raises or keeps every fold of both sets (per-fold tables).  With 100
-coding questions one standard error of R@10 is about 0.045 and of MRR@10 about
-0.04, so differences of a few hundredths between neighbouring settings are
-noise.
-
-**Tried in round 3, not kept** (`benchmarks/recall_rescore.py`, in process on
-the same memories as the ablation; R@10 / MRR@10, coding then LoCoMo, against
-the shipped 0.797 / 0.438 and 0.782 / 0.561): a second stage over the fused
-candidates, each signal added to the fused score before the ranking stage.
-*Query-term coverage* (the share of the query's distinct tokens found in the
-chunk) at 0.1–0.3: 0.792–0.797 / 0.451–0.456 and 0.772–0.784 / 0.559–0.561;
-weighted by IDF 0.797 / 0.446–0.452 and 0.774–0.783 / 0.551–0.556; over the
-passage the hit shows (0.1–0.5) 0.792–0.797 / 0.449–0.462 and 0.765–0.784 /
-0.555–0.561; as a factor (× coverage^0.25–0.5) 0.732–0.762 / 0.441–0.461 and
-0.731–0.751 / 0.531–0.545.  Coverage lifts coding MRR@10 by 0.01–0.02, under
-half a standard error, loses the 4-question session d6e0bada (0.41 → 0.35–0.38)
-and LoCoMo R@10 at the larger weights.  *Term proximity* (matched terms / the
-smallest token window holding them all) at 0.05–0.1: 0.767–0.792 / 0.415–0.430
-and 0.771–0.776 / 0.546–0.553 (it rewards short chunks that hold two of the
-query's words).  *Query bigrams* found adjacent in the chunk (0.05–0.2): 0.787
-/ 0.425–0.437, LoCoMo within 0.001.  *Separate lexical fields* (BM25F-like: own
-text and its context as two indexes, each normalised by its best, fused as own
-+ λ × context with λ 0–0.5, instead of one document with own text ×3; scratch
-run, coding only): 0.727–0.752 / 0.421–0.453, R@10 −0.05.  *A linear model*: an
-L2 logistic regression over 13 interpretable features of a candidate (BM25 /
-best, whether BM25 returned it, cosine, block type, a text ending in a question,
-log of its block's chunks, coverage and IDF coverage, the best fused score of
-its session and that session's rank among the candidates, log of its length),
-fit on both sets' candidates together (each set weighing the same; label: its
-passage matches a gold turn): in sample 0.810 / 0.468 and 0.803 / 0.571; left
-out, one of the 11 sessions and conversations at a time, 0.800 / 0.457 and
-0.800 / 0.568, against the shipped grid's leave-one-out 0.787 / 0.441 and 0.785
-/ 0.555; left out, per coding category, decision 0.917 / 0.600, error-fix
-0.691 / 0.446, location 0.773 / 0.506, other 0.950 / 0.488, tool output 0.722 /
-0.316, and per gold block R@10 text 0.797, thinking 0.846, tool call 0.667, tool
-result 0.719.  Its weights move little between folds (a scratch run printed
-them); it raises MRR@10 on four LoCoMo conversations (not conv-49: 0.537 →
-0.53) and on two coding sessions (019a93b9 0.40 → 0.46, 8463c716 0.48 → 0.54),
-holds three and loses d6e0bada (4 questions: 0.75 / 0.41 → 0.50 / 0.31).  Out
-of sample its coding
-gain, +0.016 MRR@10, is under half a standard error and leaves 0.50 far out of
-reach, and it would bring a tokenisation of every candidate and a fitted weight
-table into recall, so the default stays.  Its largest weights after the
-retrieval scores are the session's rank (+2.4 logits for the first), block type
-(tool call −1.8, tool result −0.9) and a question (−1.3): what the shipped
-ranking stage already encodes.  *MiniLM's 256-token window*: 204 of the coding
-set's 4,433 chunks (4.6 %: 50 tool calls, 154 tool results) run past it, none of
-the text or thinking and none of LoCoMo's; a re-embed could change only those
-and was not run.  Where the shipped ranking puts the first right hit (coding):
-first in 28 questions, second in 16, third to tenth in 39, below in 17; of the
-200 hits ranked above a right one, 155 are text or thinking and 164 are in the
-gold's own session (100 of them more than ten turns away).
-
-**Tried in round 2, not kept** (in process, scratch runs of the same harness on
-the same memories, R@10 / MRR@10 on coding against the setting of the row they
-change; LoCoMo where it can move): *turn-level aggregation*, a block scored by
-its best chunk + 0.2 × its second (with passages −0.05 / +0.00: long tool
-output gains from matching twice); *near-duplicate collapse*, a hit left out
-whose word-trigram Jaccard with a higher hit is ≥ 0.4–0.8 (with chunks +0.01 /
-+0.003, LoCoMo unchanged: noise); *query-dependent fusion*, the dense weight
-lowered for queries with identifier-shaped words (code, paths, names with
-digits: 45 of the coding questions, 174 of LoCoMo's) by 0.5–1.0 × their share
-of the words, or to 0.25 when any (coding −0.005 to −0.01 / −0.002 to −0.011,
-LoCoMo −0.002 to +0.002 / −0.001 to −0.002): the dev questions are asked in words, and the words
-they do share with code are already split into parts by the tokenizer;
-*neighbours*, a candidate gaining 0.1–0.3 × the best candidate within 1–4
-turns before or after it (with chunks −0.05 to +0.01 / −0.01 to +0.03, LoCoMo
-±0.01; the best on both, 0.2 × within 2 turns, +0.01 / +0.007 and ±0 / +0.003:
-noise); *vectors of tool results that carry the head of their
-call*, of tool calls decoded from JSON, or both (with passages +0.005 / +0.007
-at the shipped weights, −0.01 / +0.01 at dense 0.5: noise, and every memory
-would need a re-embed).  *Dense text carrying the preceding user prompt* was
-not run: of the hits ranked above the first right one in the coding set
-(round 1's ranking), 72 % are turns of the gold's own session more than two
-turns from it, 8 % within two turns and 20 % from other sessions, and the six
-sessions hold 14 user texts among 4,433 chunks, so a prefix shared by hundreds
-of a session's chunks cannot reorder them; round 1's vectors carrying the chunk before
-them (the LoCoMo form of it) scored coding −0.01 / −0.025.
-
-**Tried in round 1, not kept** (measured with chunks shown, before the
-question and session weights): vectors of tool calls decoded from JSON (+0.01 /
-−0.01); vectors of text and thinking that carry the conversation chunk before
-them (coding −0.01 / −0.025, LoCoMo ±0.01 / −0.01); Rocchio feedback on the
-query vector from the top 3–10 hits (coding −0.01 to +0.02 R@10, MRR@10 ≤ 0,
-LoCoMo ±0.003); min-max, z-score and reciprocal-rank fusion instead of the
-convex mix (coding R@10 −0.08 to +0.01, LoCoMo lower at every weight tried);
-dense weights per block type (no gain); the tool calls that follow a text in its
-document (no gain fused); BM25 k1 1.2 or b 0.3–0.9 (±0.015); three or four
-context chunks instead of two (±0.015).
-
-Where the rest is lost (coding): most of the hits ranked above a right one are
-other turns of the same session on the same topic (a plan, a later summary, the
-same error in another run), which neither BM25 nor MiniLM orders better; no
-cross-encoder could be fetched here to try one.
+Every question is asked as an agent asks it: `funes index --yes`, then `funes
+recall --batch … --json` with recall's defaults (the fused ranking and its rerank
+stage, late interaction over the shipped MiniLM's word pieces; no cross-encoder can
+be fetched here; recency only breaks ties), scored by the kit with `--match text`
+over each set's whole corpus: a hit counts when the text it shows holds a gold
+turn's.  *Gold within 1k*: the share of questions whose gold text is within the
+first 1,000 tokens (characters / 4) of the default agent-format output, what the MCP
+tool returns, with its mean size in tokens (`benchmarks/evidence.py`).  *Left out by
+session*: each set's figures when the ranking's last two weights (the answer-type
+weight and the rerank stage's) are chosen without the question's session, as
+`benchmarks/eval_rerank.py --answer-weights … --write` last recorded them in
+`benchmarks/recall_choice.json`; the ranking grid's weights are chosen left out
+under "Decisions", "Ranking and fusion".  Every choice takes the best sum over the
+sets of each set's mean R@10 + MRR@10.  One standard error is about 0.045 of R@10
+and 0.04 of MRR@10 with 100 coding questions, 0.065 and 0.05 with 58, and 0.015
+with LoCoMo's 1,018.  What ships, why, and what was tried: "Decisions".
 """
+# Each set's goal (BENCHMARKS.md, "Where things stand").
+GOALS = {"coding": "R@10 ≥ 0.70, MRR@10 ≥ 0.50", "coding2": "R@10 ≥ 0.70, MRR@10 ≥ 0.50",
+         "locomo": "R@10 ≥ 0.78, MRR@10 ≥ 0.58, never below 0.782 / 0.561"}
+
 
 def eval_dir(arg: str | None) -> Path:
     folder = Path(arg or os.environ.get("FUNES_EVAL_DIR") or REPO.parent / "shared" / "eval").resolve()
@@ -447,6 +321,26 @@ def ablation(kit: Path, corpora: dict[str, Path]) -> dict:
     return out
 
 
+def summary_table(cli: dict[str, dict[str, dict]], evidences: dict[tuple[str, str], dict]) -> list[str]:
+    """One row a set for the default (``convex``) run: its figures through the CLI, gold
+    within 1k, the left-out figures :data:`CHOICE` records, and the goal."""
+    rows = [(name, runs["convex"]) for name, runs in cli.items() if "convex" in runs]
+    if not rows:
+        return []
+    recorded = json.loads(CHOICE.read_text(encoding="utf-8")) if CHOICE.is_file() else {}
+    left_out = {name: figures.get("leave_one_out")
+                for name, figures in recorded.get("rerank", {}).get("measured", {}).items()}
+    lines = ["| dev set | " + " | ".join(METRICS) + " | gold within 1k (mean tokens)"
+             " | left out by session, R@10 / MRR@10 | goal |", "|" + " --- |" * (len(METRICS) + 4)]
+    for name, run in rows:
+        o, shown, held = run["all"]["overall"], evidences.get((name, "convex")), left_out.get(name)
+        lines.append(f"| {DEV_SETS[name]} | " + " | ".join(f"{o[m]:.3f}" for m in METRICS)
+                     + (f" | {shown['gold@1000']:.3f} ({shown['mean tokens']:,.0f})" if shown else " | —")
+                     + (f" | {held['R@10']:.3f} / {held['MRR@10']:.3f}" if held else " | —")
+                     + f" | {GOALS[name]} |")
+    return lines + [""]
+
+
 def cli_tables(name: str, runs: dict[str, dict]) -> list[str]:
     lines = [f"**{DEV_SETS[name]}**, through the CLI (R@k, MRR@10, nDCG@10):", "",
              "| run | " + " | ".join(METRICS) + " | recall s (batch) |", "|" + " --- |" * (len(METRICS) + 2)]
@@ -617,7 +511,7 @@ def choice(result: dict, cli: dict[str, dict]) -> dict:
 
 def report(cli: dict[str, dict], latencies: list[tuple[str, dict]], result: dict | None,
            evidences: dict[tuple[str, str], dict] | None = None) -> str:
-    out: list[str] = []
+    out: list[str] = summary_table(cli, evidences or {})
     for name, runs in cli.items():
         out += cli_tables(name, runs)
     out += evidence_table(evidences or {})

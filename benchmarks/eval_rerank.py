@@ -12,13 +12,16 @@ no set outvotes another by its number of questions.  A hit is judged by the text
 the CLI's ``--json`` gives the kit: its passage, and a tool call's result after it.
 The stage's own time per query is reported (warm: past each set's first
 :data:`WARM_UP` questions).  With ``--answer-weights``, the candidates are captured
-again under each weight of a candidate holding the kind of answer its question asks
-for (``Ranking.answer_weight``, retrieval/answer_types.py) and each fold chooses that
-weight and the stage's together, by the same rule (a report: the two are recorded
-by their own runs).  With ``--write``, the stage and the weight most folds
-chose (with how many folds chose each) are recorded as the default in
-``benchmarks/recall_choice.json`` ("rerank"),
-which ``tests/retrieval/test_recall_choice.py`` holds the code to.
+again under each of those weights of a candidate holding the kind of answer its
+question asks for (``Ranking.answer_weight``, retrieval/answer_types.py; the shipped
+weight is always one) and each fold chooses that weight and the stage's together, by
+the same rule: the last two weights of the ranking, chosen jointly, left out by
+session.  With ``--write``, the stage and the weight most folds chose (with how many
+folds chose each) and each set's left-out figures are recorded as the default in
+``benchmarks/recall_choice.json`` ("rerank"), which
+``tests/retrieval/test_recall_choice.py`` holds the code to and the table of
+"Recall quality" reads (eval_recall.py); a joint choice whose answer-type weight is
+not the shipped one is refused (``eval_recall.py --answer-cv`` chooses that weight).
 
     nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
@@ -113,10 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=",".join(CORPORA))
     ap.add_argument("--reranker", default="maxsim")
     ap.add_argument("--candidates", type=int, default=30)
-    ap.add_argument("--answer-weights", type=lambda text: [float(w) for w in text.split(",")],
-                    help="choose the answer-type weight together with the stage's, over these weights "
-                         "(comma-separated, the shipped one first: the tables report it and ties go to it; "
-                         "a report, not recorded)")
+    ap.add_argument("--answer-weights", type=lambda text: [float(w) for w in text.split(",")], default=[],
+                    help="choose the answer-type weight together with the stage's, over the shipped one and "
+                         "these (comma-separated)")
     ap.add_argument("--write", action="store_true",
                     help=f"record the stage and its chosen weight as the default in {CHOICE.name}")
     args = ap.parse_args(argv)
@@ -125,10 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(kit))
     import score as sc
 
-    if args.write and args.answer_weights:
-        ap.error("--write records the stage's weight over the ranking as it ships: leave out --answer-weights")
-    answer_weights = args.answer_weights or [None]
-    # One capture of every set's candidates per answer-type weight (None: as it ships).
+    from funes.retrieval.ranking import DEFAULT as RANKING
+
+    # One capture of every set's candidates per answer-type weight, the shipped one
+    # first (None: the ranking as it ships; its figures are the tables', ties go to it).
+    answer_weights = [None, *dict.fromkeys(w for w in args.answer_weights if w != RANKING.answer_weight)]
     captures = {aw: {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates, aw)
                      for name in args.sets.split(",")} for aw in answer_weights}
     for sets in captures.values():
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"][name] = {
             "n": len(rows), "blends": {w: mean([r["at"][w] for r in rows]) for w in WEIGHTS},
             "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
-        if args.answer_weights:
+        if len(answer_weights) > 1:
             report["sets"][name]["by_answer_weight"] = {
                 aw: {w: mean([r["at"][w] for r in captures[aw][name][0]]) for w in WEIGHTS} for aw in answer_weights}
 
@@ -164,19 +167,23 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"][name]["left_out"] = mean([captures[aw][name][0][i]["at"][w]
                                                  for i, row in enumerate(rows) for aw, w in [chosen[row["group"]]]])
     report["folds_by_weight"] = {w: n for w, n in sorted(Counter(w for _, w in chosen.values()).items())}
-    if args.answer_weights:
-        report["folds_by_answer_and_stage_weight"] = {
-            f"{aw}, {w}": n for (aw, w), n in Counter(chosen.values()).most_common()}
+    pairs = Counter((RANKING.answer_weight if aw is None else aw, w) for aw, w in chosen.values())
+    if len(answer_weights) > 1:
+        report["folds_by_answer_and_stage_weight"] = {f"{aw}, {w}": n for (aw, w), n in pairs.most_common()}
     print(json.dumps(report, indent=1, default=str))
     if args.write:
-        # The weight most folds chose (ties: the smaller, the stage's lesser say).
-        weight = max(sorted(report["folds_by_weight"]), key=lambda w: report["folds_by_weight"][w])
+        # The setting most folds chose (ties: the stage's lesser say).
+        answer_weight, weight = max(sorted(pairs, key=lambda pair: pair[1]), key=lambda pair: pairs[pair])
+        if answer_weight != RANKING.answer_weight:
+            raise SystemExit(f"most folds chose answer-type weight {answer_weight} with the stage at {weight}; the "
+                             f"ranking ships {RANKING.answer_weight}: choose it with eval_recall.py --answer-cv first")
         from funes.late_interaction import MAXSIM_TOKENS
 
         recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
         recorded["rerank"] = {
             "stage": args.reranker, "blend_weight": weight, "tokens": MAXSIM_TOKENS,
             "candidates": args.candidates, "folds_by_weight": {str(w): n for w, n in report["folds_by_weight"].items()},
+            "answer_weights": [RANKING.answer_weight, *answer_weights[1:]],
             "measured": {name: {"fused": {m: round(v, 4) for m, v in s["blends"][0.0].items()},
                                 "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
                          for name, s in report["sets"].items()}}

@@ -26,12 +26,15 @@ DAY_ZERO_300K_HOME = HERE / ".work" / "day-zero-300k-home"  # the history it ind
 # target -> (BENCHMARKS.md section(s) it writes, commands); a command is a script and its arguments.
 TARGETS: dict[str, tuple[str, list[list[str]]]] = {
     "recall": ("Recall quality / by embedded tier and precision / while vectors are pending (dev sets)", [
-        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--rebuild", "--no-latency", "--write"],
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--rebuild", "--no-latency"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--answer-cv", "--write"],
-        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--write"],
+        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--answer-weights", "0,0.2,0.7,1",
+         "--write"],
+        # Last: its table reads the left-out figures eval_rerank.py has just recorded.
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--no-latency", "--write"],
         ["eval_windows.py", "--eval-dir", str(KIT)]]),
     "latency": ("Recall latency", [["recall_latency.py"]]),
     "rerank": ("Recall latency (its rerank column's model; prints only)", [["rerank_latency.py"]]),

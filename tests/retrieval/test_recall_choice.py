@@ -39,8 +39,11 @@ def test_what_a_hit_shows_is_the_measured_passage():
 
 
 def test_the_default_rerank_stage_is_the_measured_one():
-    """``benchmarks/eval_rerank.py --write`` records the stage every leave-one-session-out
-    fold chose over all three dev sets, its weight, and what it scored."""
+    """``benchmarks/eval_rerank.py --write`` records the stage's weight most
+    leave-one-session-out folds chose over all three dev sets (with the answer-type
+    weight, chosen with it), and what it scored left out: never below the ranking
+    without the stage by more than one standard error, the bar every left-out
+    estimate here meets."""
     from funes.late_interaction import MAXSIM_TOKENS
     from funes.reranking import DEFAULT_RERANKER, load_reranker
 
@@ -50,8 +53,12 @@ def test_the_default_rerank_stage_is_the_measured_one():
     assert (recorded["stage"], recorded["blend_weight"], recorded["tokens"]) == (
         DEFAULT_RERANKER, stage.blend_weight, MAXSIM_TOKENS)
     assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
-    for figures in recorded["measured"].values():  # not below the fused ranking by more than noise
-        assert figures["leave_one_out"]["MRR@10"] >= figures["fused"]["MRR@10"] - 0.01
+    from funes.retrieval.ranking import DEFAULT as RANKING
+
+    assert recorded["answer_weights"][0] == RANKING.answer_weight
+    for name, figures in recorded["measured"].items():
+        for metric in ("R@10", "MRR@10"):
+            assert figures["leave_one_out"][metric] >= figures["fused"][metric] - STANDARD_ERROR[name]
 
 
 def test_the_answer_type_weight_is_the_one_the_folds_chose():
