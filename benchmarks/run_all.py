@@ -34,7 +34,8 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--answer-weights", "0,0.2,0.7,1",
          "--write"],
         # Last: its table reads the left-out figures eval_rerank.py has just recorded.
-        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--no-latency", "--write"],
+        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--baselines", "coding,coding2,locomo",
+         "--no-latency", "--write"],
         ["eval_windows.py", "--eval-dir", str(KIT)]]),
     "latency": ("Recall latency", [["recall_latency.py"]]),
     "rerank": ("Recall latency (its rerank column's model; prints only)", [["rerank_latency.py"]]),
