@@ -43,10 +43,10 @@ For each, this
    at another precision, each with its per-fold figures and leave-one-out
    estimate, into the section ``## Recall by embedded tier and precision``;
 9. with ``--answer-cv``, reruns every question in process with the shipped
-   ranking under each weight of a candidate holding the kind of answer its
-   question asks for (retrieval/answer_types.py), chooses it leave one session /
-   conversation out over every set at once, and with ``--write`` records the
-   choice in ``benchmarks/recall_choice.json`` ("answer_types").
+   ranking, without the rerank stage, under each weight of a candidate holding the
+   kind of answer its question asks for (retrieval/answer_types.py) and chooses it
+   leave one session / conversation out over every set at once: a report (what
+   ships is chosen with the stage, ``eval_rerank.py --answer-weights … --write``).
 
 The CLI variants are real recall options: ``--fusion convex`` (the default),
 ``rrf`` (equal-weight reciprocal rank fusion), ``lexical`` (BM25 only) and
@@ -60,7 +60,7 @@ transcripts are others' data: corpora and results stay in the work folder
     .venv/bin/python benchmarks/eval_recall.py                       # both sets, CLI variants
     .venv/bin/python benchmarks/eval_recall.py --baselines --ablation --scale 100000 --write
     .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --tiers --precisions int8 --write
-    .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --answer-cv --write
+    .venv/bin/python benchmarks/eval_recall.py --variants '' --no-latency --answer-cv
 """
 
 from __future__ import annotations
@@ -399,16 +399,6 @@ def answer_tables(result: dict) -> list[str]:
     return lines + [""]
 
 
-def answer_choice(result: dict) -> dict:
-    """What recall_choice.json records of the answer-type weight: the weight most
-    folds chose, the folds' picks, and what it scored left out."""
-    counts = Counter(result["picks"].values())
-    return {"weight": counts.most_common(1)[0][0], "folds": {str(w): n for w, n in sorted(counts.items())},
-            "measured": {dev: {"without": {m: round(f["by_weight"][0]["overall"][m], 4) for m in ("R@10", "MRR@10")},
-                               "leave_one_out": {m: round(f["left_out"]["overall"][m], 4) for m in ("R@10", "MRR@10")}}
-                         for dev, f in result["sets"].items()}}
-
-
 def _setting(setting) -> str:
     dense, ranking = setting
     return (f"dense {dense}, question {ranking.question_weight}, session {ranking.session_weight}, "
@@ -547,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pooled-cv", action="store_true",
                     help="only the leave-one-session-out choice of the ranking grid over every named set at once")
     ap.add_argument("--answer-cv", action="store_true",
-                    help="also choose the answer-type weight left out by session over every set (with --write: record it)")
+                    help="also choose the answer-type weight left out by session over every set, without the stage")
     ap.add_argument("--no-latency", action="store_true", help="skip the in-process latency measurement")
     ap.add_argument("--scale", type=int, default=0, help="also time recall on a memory of about N chunks")
     ap.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in BENCHMARKS.md, write {CHOICE.name}")
@@ -619,15 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pooled_cv:
         print("\n".join(pooled_tables(pooled_ablation(kit, corpora))))
     if args.answer_cv:
-        answers = answer_ablation(kit, corpora)
-        print("\n".join(answer_tables(answers)))
-        if args.write:
-            from funes.retrieval.ranking import DEFAULT as RANKING
-
-            recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
-            recorded["ranking"] = dataclasses.asdict(RANKING)
-            recorded["answer_types"] = answer_choice(answers)
-            CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
+        print("\n".join(answer_tables(answer_ablation(kit, corpora))))
     result = ablation(kit, corpora) if args.ablation else None
     body = report(cli, latencies, result, evidences)
     print(body)

@@ -20,8 +20,9 @@ session.  With ``--write``, the stage and the weight most folds chose (with how 
 folds chose each) and each set's left-out figures are recorded as the default in
 ``benchmarks/recall_choice.json`` ("rerank"), which
 ``tests/retrieval/test_recall_choice.py`` holds the code to and the table of
-"Recall quality" reads (eval_recall.py); a joint choice whose answer-type weight is
-not the shipped one is refused (``eval_recall.py --answer-cv`` chooses that weight).
+"Recall quality" reads (eval_recall.py); with ``--answer-weights`` (0 among them:
+the ranking without the answer-type weight, what it is measured against) also the
+answer-type weight most folds chose ("answer_types").
 
     nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
@@ -168,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                                                  for i, row in enumerate(rows) for aw, w in [chosen[row["group"]]]])
     report["folds_by_weight"] = {w: n for w, n in sorted(Counter(w for _, w in chosen.values()).items())}
     pairs = Counter((RANKING.answer_weight if aw is None else aw, w) for aw, w in chosen.values())
+    if args.write and len(answer_weights) > 1 and 0.0 not in answer_weights:
+        raise SystemExit("--write with --answer-weights records the answer-type weight against none: list 0 among them")
     if len(answer_weights) > 1:
         report["folds_by_answer_and_stage_weight"] = {f"{aw}, {w}": n for (aw, w), n in pairs.most_common()}
     print(json.dumps(report, indent=1, default=str))
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         answer_weight, weight = max(sorted(pairs, key=lambda pair: pair[1]), key=lambda pair: pairs[pair])
         if answer_weight != RANKING.answer_weight:
             raise SystemExit(f"most folds chose answer-type weight {answer_weight} with the stage at {weight}; the "
-                             f"ranking ships {RANKING.answer_weight}: choose it with eval_recall.py --answer-cv first")
+                             f"ranking ships {RANKING.answer_weight}: set Ranking.answer_weight and run this again")
         from funes.late_interaction import MAXSIM_TOKENS
 
         recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
@@ -187,6 +190,14 @@ def main(argv: list[str] | None = None) -> int:
             "measured": {name: {"fused": {m: round(v, 4) for m, v in s["blends"][0.0].items()},
                                 "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
                          for name, s in report["sets"].items()}}
+        if len(answer_weights) > 1:
+            answer_folds = Counter(aw for aw, _ in pairs.elements())
+            recorded["answer_types"] = {
+                "weight": answer_weight, "stage_weight": weight,
+                "folds": {str(aw): n for aw, n in sorted(answer_folds.items())},
+                "measured": {name: {"without": {m: round(v, 4) for m, v in s["by_answer_weight"][0.0][weight].items()},
+                                    "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
+                             for name, s in report["sets"].items()}}
         CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
     return 0
 

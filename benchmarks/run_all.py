@@ -30,7 +30,6 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"],
-        ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--answer-cv", "--write"],
         ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--answer-weights", "0,0.2,0.7,1",
          "--write"],
         # Last: its table reads the left-out figures eval_rerank.py has just recorded.

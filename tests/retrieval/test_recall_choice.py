@@ -62,12 +62,14 @@ def test_the_default_rerank_stage_is_the_measured_one():
 
 
 def test_the_answer_type_weight_is_the_one_the_folds_chose():
-    """``eval_recall.py --answer-cv --write`` records the weight of a candidate holding
-    the kind of answer its question asks for that most leave-one-session-out folds
-    chose over all three dev sets, and what it scored left out against no weight."""
+    """``eval_rerank.py --answer-weights … --write`` records the weight of a candidate
+    holding the kind of answer its question asks for that most leave-one-session-out
+    folds chose over all three dev sets, with the rerank stage's weight chosen with
+    it, and what the two scored left out against no such weight."""
     recorded = _recorded()["answer_types"]
     folds = recorded["folds"]
     assert RANKING.answer_weight == recorded["weight"] == float(max(folds, key=folds.get))
+    assert recorded["stage_weight"] == _recorded()["rerank"]["blend_weight"]
     assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
     for figures in recorded["measured"].values():  # not below the ranking without it by more than noise
         assert figures["leave_one_out"]["MRR@10"] >= figures["without"]["MRR@10"] - 0.01
