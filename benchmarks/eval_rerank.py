@@ -16,13 +16,16 @@ again under each of those weights of a candidate holding the kind of answer its
 question asks for (``Ranking.answer_weight``, retrieval/answer_types.py; the shipped
 weight is always one) and each fold chooses that weight and the stage's together, by
 the same rule: the last two weights of the ranking, chosen jointly, left out by
-session.  With ``--write``, the stage and the weight most folds chose (with how many
+session.  ``--dense-weights`` does the same for the fusion's dense weight (BM25
+taking the rest), over every pair of the two lists.  With ``--write``, the stage and the weight most folds chose (with how many
 folds chose each) and each set's left-out figures are recorded as the default in
 ``benchmarks/recall_choice.json`` ("rerank"), which
 ``tests/retrieval/test_recall_choice.py`` holds the code to and the table of
 "Recall quality" reads (eval_recall.py); with ``--answer-weights`` (0 among them:
 the ranking without the answer-type weight, what it is measured against) also the
-answer-type weight most folds chose ("answer_types").
+answer-type weight most folds chose ("answer_types"), and with ``--dense-weights``
+the dense weight most folds chose ("rerank", "dense_weight"); a choice of either
+that recall does not ship is refused.
 
     nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
@@ -30,6 +33,7 @@ answer-type weight most folds chose ("answer_types").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -67,12 +71,11 @@ def normalised(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / span if span > 0 else np.zeros_like(values)
 
 
-def run_set(sc, corpus: Path, reranker: str, candidates: int,
-            answer_weight: float | None = None) -> tuple[list[dict], list[float]]:
+def run_set(sc, corpus: Path, reranker: str, candidates: int, answer_weight: float | None = None,
+            dense_weight: float | None = None) -> tuple[list[dict], list[float]]:
     """Per question: its gold, group and candidates (passage text, fused, stage), ranked
-    as recall ships or with another ``answer_weight``."""
-    import dataclasses
-
+    as recall ships or with another ``answer_weight`` or fusion ``dense_weight`` (BM25
+    taking the rest)."""
     from funes.memory.location import location_for
     from funes.memory.reader import Memory
     from funes.reranking import load_reranker
@@ -87,6 +90,9 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int,
     recaller.reranker = timed
     if answer_weight is not None:
         recaller.ranking = dataclasses.replace(recaller.ranking, answer_weight=answer_weight)
+    if dense_weight is not None:
+        recaller.fusion = dataclasses.replace(recaller.fusion, lexical_weight=round(1 - dense_weight, 6),
+                                              dense_weight=dense_weight)
     rows = []
     for q in sc.read_jsonl(corpus / "qrels.jsonl"):
         hits = recaller.recall(q["question"], k=candidates, candidates=candidates, neighbors=0).hits
@@ -120,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answer-weights", type=lambda text: [float(w) for w in text.split(",")], default=[],
                     help="choose the answer-type weight together with the stage's, over the shipped one and "
                          "these (comma-separated)")
+    ap.add_argument("--dense-weights", type=lambda text: [float(w) for w in text.split(",")], default=[],
+                    help="choose the fusion's dense weight (BM25 taking the rest) together with the stage's, over "
+                         "the shipped one and these (comma-separated)")
     ap.add_argument("--write", action="store_true",
                     help=f"record the stage and its chosen weight as the default in {CHOICE.name}")
     args = ap.parse_args(argv)
@@ -128,74 +137,85 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(kit))
     import score as sc
 
+    from funes.retrieval.fusion import DEFAULT as FUSION
     from funes.retrieval.ranking import DEFAULT as RANKING
 
-    # One capture of every set's candidates per answer-type weight, the shipped one
-    # first (None: the ranking as it ships; its figures are the tables', ties go to it).
-    answer_weights = [None, *dict.fromkeys(w for w in args.answer_weights if w != RANKING.answer_weight)]
-    captures = {aw: {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates, aw)
-                     for name in args.sets.split(",")} for aw in answer_weights}
+    # One capture of every set's candidates per (answer-type weight, dense weight), the
+    # shipped ones first: their capture is the tables' and ties go to them.
+    answer_weights = [RANKING.answer_weight, *dict.fromkeys(w for w in args.answer_weights if w != RANKING.answer_weight)]
+    dense_weights = [FUSION.dense_weight, *dict.fromkeys(w for w in args.dense_weights if w != FUSION.dense_weight)]
+    if args.write and len(answer_weights) > 1 and 0.0 not in answer_weights:
+        ap.error("--write with --answer-weights records the answer-type weight against none: list 0 among them")
+    ranked = [(aw, dw) for aw in answer_weights for dw in dense_weights]
+    captures = {key: {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates, *key)
+                      for name in args.sets.split(",")} for key in ranked}
     for sets in captures.values():
         for rows, _ in sets.values():  # judged once per weight: the folds below only sum
             for row in rows:
                 row["at"] = {w: per_question(sc, row, w) for w in WEIGHTS}
-    sets = captures[answer_weights[0]]
+    sets = captures[ranked[0]]
     report = {"reranker": args.reranker, "candidates": args.candidates, "sets": {}}
     for name, (rows, ms) in sets.items():
         report["sets"][name] = {
             "n": len(rows), "blends": {w: mean([r["at"][w] for r in rows]) for w in WEIGHTS},
             "stage_ms_p50": round(statistics.median(ms), 1), "stage_ms_p95": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1)}
-        if len(answer_weights) > 1:
-            report["sets"][name]["by_answer_weight"] = {
-                aw: {w: mean([r["at"][w] for r in captures[aw][name][0]]) for w in WEIGHTS} for aw in answer_weights}
+        if len(ranked) > 1:
+            report["sets"][name]["by_answer_and_dense_weight"] = {
+                ", ".join(map(str, key)): {w: mean([r["at"][w] for r in captures[key][name][0]]) for w in WEIGHTS} for key in ranked}
 
     # Leave one session out: the setting with the best sum over the sets of each set's
     # mean R@10 + MRR@10 outside the fold, applied to the left-out session's questions.
-    def objective(setting: tuple[float | None, float], left_out: str) -> float:
-        answer_weight, weight = setting
+    def objective(setting: tuple[tuple[float, float], float], left_out: str) -> float:
+        key, weight = setting
         total = 0.0
-        for rows, _ in captures[answer_weight].values():
+        for rows, _ in captures[key].values():
             rest = [r["at"][weight] for r in rows if r["group"] != left_out]
             if rest:
                 total += sum(m["R@10"] + m["MRR@10"] for m in rest) / len(rest)
         return round(total, 6)
 
-    settings = [(aw, w) for aw in answer_weights for w in WEIGHTS]
-    chosen = {}  # ties: the stage's lesser say, then the answer weight listed first
+    settings = [(key, w) for key in ranked for w in WEIGHTS]
+    chosen = {}  # ties: the stage's lesser say, then the ranking listed first
     for group in sorted({r["group"] for rows, _ in sets.values() for r in rows}):
-        chosen[group] = max(settings, key=lambda st: (objective(st, group), -st[1], -answer_weights.index(st[0])))
+        chosen[group] = max(settings, key=lambda st: (objective(st, group), -st[1], -ranked.index(st[0])))
     for name, (rows, _) in sets.items():  # every capture lists a set's questions in one order
-        report["sets"][name]["left_out"] = mean([captures[aw][name][0][i]["at"][w]
-                                                 for i, row in enumerate(rows) for aw, w in [chosen[row["group"]]]])
+        report["sets"][name]["left_out"] = mean([captures[key][name][0][i]["at"][w]
+                                                 for i, row in enumerate(rows) for key, w in [chosen[row["group"]]]])
     report["folds_by_weight"] = {w: n for w, n in sorted(Counter(w for _, w in chosen.values()).items())}
-    pairs = Counter((RANKING.answer_weight if aw is None else aw, w) for aw, w in chosen.values())
-    if args.write and len(answer_weights) > 1 and 0.0 not in answer_weights:
-        raise SystemExit("--write with --answer-weights records the answer-type weight against none: list 0 among them")
-    if len(answer_weights) > 1:
-        report["folds_by_answer_and_stage_weight"] = {f"{aw}, {w}": n for (aw, w), n in pairs.most_common()}
+    picks = Counter((*key, w) for key, w in chosen.values())
+    if len(ranked) > 1:
+        report["folds_by_answer_dense_and_stage_weight"] = {", ".join(map(str, pick)): n
+                                                           for pick, n in picks.most_common()}
     print(json.dumps(report, indent=1, default=str))
     if args.write:
         # The setting most folds chose (ties: the stage's lesser say).
-        answer_weight, weight = max(sorted(pairs, key=lambda pair: pair[1]), key=lambda pair: pairs[pair])
-        if answer_weight != RANKING.answer_weight:
-            raise SystemExit(f"most folds chose answer-type weight {answer_weight} with the stage at {weight}; the "
-                             f"ranking ships {RANKING.answer_weight}: set Ranking.answer_weight and run this again")
+        answer_weight, dense_weight, weight = max(sorted(picks, key=lambda pick: pick[2]), key=picks.__getitem__)
+        if (answer_weight, dense_weight) != ranked[0]:
+            raise SystemExit(f"most folds chose answer-type weight {answer_weight} and dense weight {dense_weight} "
+                             f"with the stage at {weight}; recall ships {ranked[0][0]} and {ranked[0][1]}: set "
+                             "Ranking.answer_weight and Fusion's weights, and run this again")
         from funes.late_interaction import MAXSIM_TOKENS
 
         recorded = json.loads(CHOICE.read_text(encoding="utf-8"))
         recorded["rerank"] = {
             "stage": args.reranker, "blend_weight": weight, "tokens": MAXSIM_TOKENS,
             "candidates": args.candidates, "folds_by_weight": {str(w): n for w, n in report["folds_by_weight"].items()},
-            "answer_weights": [RANKING.answer_weight, *answer_weights[1:]],
+            "answer_weights": answer_weights, "dense_weights": dense_weights,
             "measured": {name: {"fused": {m: round(v, 4) for m, v in s["blends"][0.0].items()},
                                 "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
                          for name, s in report["sets"].items()}}
+        if len(dense_weights) > 1:
+            recorded["fusion"] = dataclasses.asdict(FUSION)  # its dense weight, as the folds chose it
+            recorded["rerank"]["dense_weight"] = {
+                "weight": dense_weight, "folds": {str(dw): n for dw, n in sorted(Counter(
+                    pick[1] for pick in picks.elements()).items())}}
         if len(answer_weights) > 1:
-            answer_folds = Counter(aw for aw, _ in pairs.elements())
+            recorded["ranking"] = dataclasses.asdict(RANKING)  # its answer-type weight, as the folds chose it
             recorded["answer_types"] = {
                 "weight": answer_weight, "stage_weight": weight,
-                "folds": {str(aw): n for aw, n in sorted(answer_folds.items())},
-                "measured": {name: {"without": {m: round(v, 4) for m, v in s["by_answer_weight"][0.0][weight].items()},
+                "folds": {str(aw): n for aw, n in sorted(Counter(pick[0] for pick in picks.elements()).items())},
+                "measured": {name: {"without": {m: round(v, 4) for m, v in
+                                                s["by_answer_and_dense_weight"][f"0.0, {dense_weight}"][weight].items()},
                                     "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
                              for name, s in report["sets"].items()}}
         CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")

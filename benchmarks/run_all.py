@@ -30,8 +30,8 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--backlog", "--write"],
-        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--answer-weights", "0,0.2,0.7,1",
-         "--write"],
+        ["eval_rerank.py", "--eval-dir", str(KIT), "--reranker", "maxsim-static", "--answer-weights", "0,0.2,0.4,0.7,1",
+         "--dense-weights", "0.4,0.5,0.6", "--write"],
         # Last: its table reads the left-out figures eval_rerank.py has just recorded.
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--baselines", "coding,coding2,locomo",
          "--no-latency", "--write"],

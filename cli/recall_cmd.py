@@ -57,7 +57,7 @@ def recall_command(
     no_stale: bool = typer.Option(False, "--no-stale",
                                   help="Skip the stale marks (files changed since a hit's turn, another branch)."),
     fusion: str = typer.Option(None, "--fusion", envvar="FUNES_FUSION",
-                               help="convex (default: 0.6 BM25 + 0.4 cosine), rrf, lexical (BM25 only) or dense."),
+                               help="convex (default: 0.5 BM25 + 0.5 cosine), rrf, lexical (BM25 only) or dense."),
 ) -> None:
     """Hybrid search (BM25 + vectors) with exact provenance for every hit."""
     from funes.embedding import loading_query_embedder, query_model_cached

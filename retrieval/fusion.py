@@ -4,9 +4,12 @@ Equal-weight reciprocal rank fusion (k=60), the Rust funes's choice, scores
 *below* BM25 alone on the LoCoMo dev split (R@10 0.555 vs 0.570), because
 MiniLM alone is much weaker than BM25 there and RRF gives its ranks the same
 say.  A convex combination of the two *scores* keeps how much better the best
-BM25 match is than the tenth, which ranks discard, and lets BM25 lead:
+BM25 match is than the tenth, which ranks discard:
 
-    fused = 0.6 · bm25 / best bm25 of the query  +  0.4 · cosine
+    fused = 0.5 · bm25 / best bm25 of the query  +  0.5 · cosine
+
+BM25's share spans 0 to 0.5 across a query's candidates, the cosines' far less
+(most lie between 0.3 and 0.6), so keyword matches still lead.
 
 A candidate BM25 found that the vector search did not return, but that has a
 vector, gets its own cosine (``cosines``: the search's pool is cut at its top
@@ -19,11 +22,12 @@ a keyword match whose meaning lies elsewhere passes a passage both retrievers
 agree on.  Its own cosine raised MRR@10 in process on every dev set (BENCHMARKS.md
 "Decisions", "A candidate's own cosine").
 
-The methods were compared on the LoCoMo dev split, and the weights
-chosen there, by ``benchmarks/eval_recall.py`` (results in BENCHMARKS.md):
-convex fusion beat weighted RRF at every weight tried, and the result is flat
-for dense weights 0.3–0.5; on the coding dev set too, with the ranking stage
-that follows (retrieval/ranking.py), 0.4 is within noise of the best.
+The methods were compared on the LoCoMo dev split by ``benchmarks/eval_recall.py``
+(results in BENCHMARKS.md): convex fusion beat weighted RRF at every weight tried.
+The dense weight is chosen with what follows it as recall runs it (the ranking
+stage, retrieval/ranking.py, and the rerank stage), leave one session out over
+every dev set (``benchmarks/eval_rerank.py --dense-weights``; BENCHMARKS.md
+"Decisions", "Ranking and fusion").
 
 The floor has one exception, in ``convex``: a candidate still *owed* a vector,
 so without a cosine of its own (a memory's backlog: the
@@ -63,8 +67,8 @@ class Fusion:
     ``convex`` and ``rrf``; ``rrf_k`` to ``rrf``."""
 
     method: str = "convex"
-    lexical_weight: float = 0.6
-    dense_weight: float = 0.4
+    lexical_weight: float = 0.5
+    dense_weight: float = 0.5
     rrf_k: int = 60
 
     def __post_init__(self) -> None:

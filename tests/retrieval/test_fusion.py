@@ -7,7 +7,7 @@ from funes.retrieval.fusion import DEFAULT, ENV, METHODS, Fusion
 
 
 def test_the_default_is_bm25_led_convex_fusion():
-    assert DEFAULT == Fusion("convex", 0.6, 0.4)
+    assert DEFAULT == Fusion("convex", 0.5, 0.5)
     assert DEFAULT.uses_lexical and DEFAULT.uses_dense
 
 
