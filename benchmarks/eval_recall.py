@@ -102,10 +102,10 @@ over each set's whole corpus: a hit counts when the text it shows holds a gold
 turn's.  *Gold within 1k*: the share of questions whose gold text is within the
 first 1,000 tokens (characters / 4) of the default agent-format output, what the MCP
 tool returns, with its mean size in tokens (`benchmarks/evidence.py`).  *Left out by
-session*: each set's figures when the ranking's last two weights (the answer-type
-weight and the rerank stage's) are chosen without the question's session, as
-`benchmarks/eval_rerank.py --answer-weights … --write` last recorded them in
-`benchmarks/recall_choice.json`; the ranking grid's weights are chosen left out
+session*: each set's figures when the ranking's last three weights (the answer-type
+weight, the fusion's dense weight and the rerank stage's) are chosen without the
+question's session, as `benchmarks/eval_rerank.py --answer-weights … --dense-weights
+… --write` last recorded them in `benchmarks/recall_choice.json`; the ranking grid's weights are chosen left out
 under "Decisions", "Ranking and fusion".  Every choice takes the best sum over the
 sets of each set's mean R@10 + MRR@10.  One standard error is about 0.045 of R@10
 and 0.04 of MRR@10 with 100 coding questions, 0.065 and 0.05 with 58, and 0.015

@@ -17,8 +17,9 @@ question asks for (``Ranking.answer_weight``, retrieval/answer_types.py; the shi
 weight is always one) and each fold chooses that weight and the stage's together, by
 the same rule: the last two weights of the ranking, chosen jointly, left out by
 session.  ``--dense-weights`` does the same for the fusion's dense weight (BM25
-taking the rest), over every pair of the two lists.  With ``--write``, the stage and the weight most folds chose (with how many
-folds chose each) and each set's left-out figures are recorded as the default in
+taking the rest), over every pair of the two lists.  With ``--write``, the stage and
+the weight most folds chose (with how many folds chose each) and each set's
+left-out figures are recorded as the default in
 ``benchmarks/recall_choice.json`` ("rerank"), which
 ``tests/retrieval/test_recall_choice.py`` holds the code to and the table of
 "Recall quality" reads (eval_recall.py); with ``--answer-weights`` (0 among them:
