@@ -4,12 +4,13 @@ embed the query with the memory's pinned model → BM25 (bm25s, over each chunk
 with its context: see funes.memory.lexical) and vector search → fusion (by
 default a convex combination of normalised scores: see retrieval/fusion.py) →
 ranking by what each candidate is and where, one hit per block (see
-retrieval/ranking.py) → the rerank stage over the top candidates (late interaction by
-default: funes/late_interaction.py; a tool result read with its call's head)
-→ recency (a tie-breaker unless a half-life is asked for) → the passage each hit
-shows (its block around the chunk that matched, a tool call as its arguments:
-see retrieval/passage.py) → neighbours (±N turns by seq) → hits with their full
-provenance and the score of every stage.
+retrieval/ranking.py) → the passage each candidate shows (its block around the
+chunk that matched, a tool call as its arguments: see retrieval/passage.py), each
+passage once a session → the rerank stage over the top candidates (late
+interaction by default: funes/late_interaction.py; a tool result's chunk read with
+its call's head) → recency (a tie-breaker unless a half-life is asked for) →
+neighbours (±N turns by seq) → hits with their full provenance and the score of
+every stage.
 
 A :class:`Recaller` loads its models once, so a batch, an MCP server or an
 agent's ``ask`` pay for them once.
@@ -296,13 +297,19 @@ class Recaller:
             )
             hits.append(hit)
         hits = hits[:candidates] if candidates >= k else hits[:k]
+        # Each candidate shows its passage before the stage reads them: two blocks of a
+        # session can hold one text (a subagent's report, and the Task result that hands
+        # it back), and a passage already a candidate's adds nothing.
+        hits = self._distinct_passages(hits, rows, block_chunks)
 
         reranked = False
         if self.reranker is not None and hits:
             # A tool result is read with the head of the call that made it, as its BM25
             # document is: "what did the test run print" names the command, not the output.
+            # It reads the chunk that ranked, not the passage shown around it.
             heads = self.memory.call_heads([rows[hit.id] for hit in hits])
-            passages = [f"{heads[hit.id]}\n{hit.text}" if hit.id in heads else hit.text for hit in hits]
+            chunks = [rows[hit.id]["text"] or "" for hit in hits]
+            passages = [f"{heads[hit.id]}\n{chunk}" if hit.id in heads else chunk for hit, chunk in zip(hits, chunks)]
             scores = [float(score) for score in self.reranker.score(query, passages)]
             # A stage with a blend weight keeps that share of its say (both scores
             # min–max scaled over the candidates); a cross-encoder's logit decides alone.
@@ -310,7 +317,9 @@ class Recaller:
             if weight is not None:
                 stage, kept = _scaled(scores), _scaled([h.score for h in hits])
             for position, (hit, score) in enumerate(zip(hits, scores, strict=True)):
-                hit.scores["rerank"] = round(score, 4)
+                # As many decimals as the fused score: the two read from --json blend
+                # back to the ranking shown (benchmarks/eval_rerank.py does).
+                hit.scores["rerank"] = round(score, 6)
                 hit.score = (1.0 / (1.0 + math.exp(-score)) if weight is None  # a logit → (0, 1)
                              else weight * stage[position] + (1 - weight) * kept[position])
             reranked = True
@@ -323,12 +332,11 @@ class Recaller:
                 hit.scores["recency"] = float(f"{decay:.6g}")  # significant digits: decays get tiny
                 hit.score *= decay
         # Recency breaks ties (newest first) unless a half-life made it a factor.
-        hits.sort(key=lambda h: (-round(h.score, 9), _neg_ts(h.ts), h.id))
+        hits.sort(key=rank_key)
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
         reading_neighbors = self._helper.submit(self._attach_neighbors, hits, neighbors) if neighbors else None
-        self._show_passages(hits, rows, block_chunks)
         self._attach_results(hits, rows)
         if reading_neighbors is not None:
             reading_neighbors.result()
@@ -348,6 +356,20 @@ class Recaller:
         nearest = self.memory.nearest_rows(vector, pool, where, RANKING_COLUMNS)
         return ([(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest},
                 vector)
+
+    def _distinct_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
+                           block_chunks: dict[tuple[str, str, int], list[int]] | None) -> list[Hit]:
+        """``hits`` showing their passages, each passage once a session (the first hit
+        keeps it; whitespace aside, as the ranking keeps each chunk's text once)."""
+        self._show_passages(hits, rows, block_chunks)
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for hit in hits:
+            key = (hit.session_id, " ".join(hit.text.split()))
+            if key not in seen:
+                seen.add(key)
+                out.append(hit)
+        return out
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
                        block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:
@@ -383,6 +405,11 @@ class Recaller:
                 for r in rows_of[hit.session_id]
                 if r["seq"] != hit.seq and abs(r["seq"] - hit.seq) <= span
             ]
+
+
+def rank_key(hit: Hit) -> tuple[float, str, str]:
+    """Recall's order of hits: by score (to nine decimals), ties newest first, then by id."""
+    return (-round(hit.score, 9), _neg_ts(hit.ts), hit.id)
 
 
 def _neg_ts(ts: str) -> str:

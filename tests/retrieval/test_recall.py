@@ -297,6 +297,43 @@ def test_chunks_tied_at_the_last_place_go_to_the_newest(isolated_env):
         assert [h.id for h in hits] == [c.id for c in newest[:k]]
 
 
+def test_a_passage_two_blocks_of_a_session_hold_is_one_hit(isolated_env):
+    """A subagent's report and the Task result that hands it back are one text in two
+    blocks, chunked apart at different places: recall shows it once, and the hit
+    after it takes the freed place, with and without the rerank stage."""
+    from hub_helpers import chunk
+
+    from funes.embedding import load_embedder
+    from funes.indexing import open_writer
+    from funes.memory.location import local_memory
+    from funes.memory.reader import Memory
+    from funes.retrieval.passage import PASSAGE_CHARS
+    from funes.retrieval.search import Recaller
+
+    report = ("## Audit summary\n\nThe audit found three dotenv files: apps/web/.env.local, packages/sdk/.env and "
+              "the root .env. None is tracked by git; the root .gitignore lists all three patterns. "
+              + " ".join(f"Package {name} pins its toolchain in its own manifest and builds with the shared config."
+                         for name in ("web", "sdk", "cli", "docs", "worker", "api"))
+              + " The sdk manifest pins version 2.4.1 and the web app runs Next.js 15 on port 3001.")
+    assert 600 < len(report) < PASSAGE_CHARS  # two chunks; a passage shows the whole block
+    cut_text, cut_result = 560, 590  # the two blocks split at different places
+    rows = [chunk("s-1", 1, report[:cut_text], block_type="text"),
+            chunk("s-1", 1, report[cut_text:], split_idx=1, char_start=cut_text, block_type="text"),
+            chunk("s-1", 2, report[:cut_result], block_type="tool_result", tool_name="Task", role="tool", tier=3),
+            chunk("s-1", 2, report[cut_result:], split_idx=1, char_start=cut_result, block_type="tool_result",
+                  tool_name="Task", role="tool", tier=3),
+            chunk("s-1", 3, "Next I will audit the dotenv files of the sdk package again."),
+            chunk("s-2", 1, "Dark mode colours now come from the design tokens file.")]
+    embedder = load_embedder("cpu")
+    with open_writer(local_memory()) as writer:
+        writer.add_chunks(rows, np.asarray(embedder.embed([c.text for c in rows]), dtype=np.float32))
+    for rerank in (False, True):
+        recaller = Recaller.open(Memory.open(local_memory()), rerank=rerank)
+        hits = recaller.recall("which dotenv files did the audit find", k=3, neighbors=0).hits
+        assert [h.text for h in hits].count(report) == 1
+        assert len(hits) == 3 and len({(h.session_id, h.text) for h in hits}) == 3
+
+
 def test_a_recall_refused_for_its_memory_does_not_wait_for_a_first_model_export(isolated_env, tmp_path):
     """On a fresh machine (no model derived yet) and no memory, recall says so at once:
     it neither exports the query model (seconds of torch) nor waits for one at exit."""
