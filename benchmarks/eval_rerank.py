@@ -3,13 +3,16 @@
 For each question of each set (corpora built by eval_recall.py under
 benchmarks/.work), recall's top ``--candidates`` with the rerank stage named by
 ``--reranker`` (as ``FUNES_RERANKER`` names it, e.g. ``maxsim``) and without it;
-each ordering is scored by the kit (text match: R@10, MRR@10; weight 0 is the fused ranking, 1 the stage alone); a blend
-``w·stage + (1−w)·fused`` (both min–max normalised over the candidates) is chosen
-leave-one-session-out (grouped by the gold's session): each fold takes the weight
-with the best sum over the sets of each set's mean R@10 + MRR@10 outside the fold,
-as the ranking's other weights are chosen (benchmarks/recall_ablation.py), so that
-no set outvotes another by its number of questions.  A hit is judged by the text
-the CLI's ``--json`` gives the kit: its passage, and a tool call's result after it.
+each ordering is scored by the kit (text match: R@10, MRR@10; weight 0 is the fused ranking, 1 the stage alone)
+and by the evidence an agent reads (*1k*: whether the gold text is within the first
+1,000 tokens of the agent format `funes recall` prints for that ordering's first
+hits, benchmarks/evidence.py); a blend ``w·stage + (1−w)·fused`` (both min–max
+normalised over the candidates) is chosen leave-one-session-out (grouped by the
+gold's session): each fold takes the weight with the best sum over the sets of each
+set's mean R@10 + MRR@10 + 1k outside the fold, so that no set outvotes another by
+its number of questions, and the evidence an agent reads counts beside the rank of
+the first right hit.  A hit is judged by the text the CLI's ``--json`` gives the
+kit: its passage, and a tool call's result after it.
 The stage's own time per query is reported (warm: past each set's first
 :data:`WARM_UP` questions).  With ``--answer-weights``, the candidates are captured
 again under each of those weights of a candidate holding the kind of answer its
@@ -48,6 +51,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 from eval_recall import CHOICE, eval_dir  # noqa: E402
+from evidence import cli_memory, gold_shown  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2", "locomo": "corpus-dev"}
 WARM_UP = 5  # the first calls of a set, not timed as warm
@@ -74,11 +78,9 @@ def normalised(values: np.ndarray) -> np.ndarray:
 
 def run_set(sc, corpus: Path, reranker: str, candidates: int, answer_weight: float | None = None,
             dense_weight: float | None = None) -> tuple[list[dict], list[float]]:
-    """Per question: its gold, group and candidates (passage text, fused, stage), ranked
-    as recall ships or with another ``answer_weight`` or fusion ``dense_weight`` (BM25
-    taking the rest)."""
-    from funes.memory.location import location_for
-    from funes.memory.reader import Memory
+    """Per question: its gold, group and its metrics at each of :data:`WEIGHTS` of the
+    stage over the candidates ranked as recall ships or with another
+    ``answer_weight`` or fusion ``dense_weight`` (BM25 taking the rest)."""
     from funes.reranking import load_reranker
     from funes.retrieval.search import Recaller
 
@@ -87,7 +89,7 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int, answer_weight: flo
     if stage is None:
         raise SystemExit(f"no reranker {reranker}: {reason}")
     timed = Timed(stage)
-    recaller = Recaller.open(Memory.open(location_for(str(corpus / "home" / ".funes" / "memory"))), rerank=False)
+    recaller = Recaller.open(cli_memory(corpus), rerank=False)
     recaller.reranker = timed
     if answer_weight is not None:
         recaller.ranking = dataclasses.replace(recaller.ranking, answer_weight=answer_weight)
@@ -96,25 +98,50 @@ def run_set(sc, corpus: Path, reranker: str, candidates: int, answer_weight: flo
                                               dense_weight=dense_weight)
     rows = []
     for q in sc.read_jsonl(corpus / "qrels.jsonl"):
-        hits = recaller.recall(q["question"], k=candidates, candidates=candidates, neighbors=0).hits
+        result = recaller.recall(q["question"], k=candidates, candidates=candidates)
         rows.append({"q": q, "group": f"{corpus.name}:{q['gold'][0]['session_id']}",
-                     "hits": [{"session_id": h.session_id, "text": h.shown_text()} for h in hits],
-                     "fused": np.array([h.scores["fused"] for h in hits]),
-                     "stage": np.array([h.scores["rerank"] for h in hits])})
+                     "at": per_weight(sc, q["gold"], result)})
     return rows, timed.ms[WARM_UP:]
 
 
-def per_question(sc, row: dict, weight: float) -> dict:
-    """The kit's metrics of one question with the candidates ordered by the blend."""
-    if not row["hits"]:
-        return sc.question_metrics(*sc.judge(row["q"]["gold"], [], "text"))
-    blended = weight * normalised(row["stage"]) + (1 - weight) * normalised(row["fused"])
-    order = np.argsort(-blended, kind="stable")
-    return sc.question_metrics(*sc.judge(row["q"]["gold"], [row["hits"][i] for i in order], "text"))
+def per_weight(sc, gold: list[dict], result) -> dict[float, dict]:
+    """One question's metrics at each of :data:`WEIGHTS`: the kit's over the candidates
+    ordered by the blend, and 1k over the agent format of its first ``DEFAULT_K``
+    (the default `funes recall`, neighbours and a call's result as it shows them)."""
+    from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_K
+    from funes.retrieval.format import format_recall
+    from funes.retrieval.search import RecallResult, rank_key
+
+    hits = result.hits
+    if not hits:
+        empty = {**sc.question_metrics(*sc.judge(gold, [], "text")), "1k": 0.0}
+        return {w: empty for w in WEIGHTS}
+    shown = [{"session_id": h.session_id, "text": h.shown_text()} for h in hits]
+    fused = normalised(np.array([h.scores["fused"] for h in hits]))
+    stage = normalised(np.array([h.scores["rerank"] for h in hits]))
+    rendered: dict[tuple[int, ...], float] = {}  # a first k's 1k, rendered once
+    out = {}
+    for weight in WEIGHTS:
+        blended = weight * stage + (1 - weight) * fused
+        for hit, score in zip(hits, blended):
+            hit.score = float(score)
+        order = sorted(range(len(hits)), key=lambda i: rank_key(hits[i]))
+        metrics = sc.question_metrics(*sc.judge(gold, [shown[i] for i in order], "text"))
+        first = tuple(order[:DEFAULT_K])
+        if first not in rendered:
+            output = format_recall(RecallResult(query=result.query, hits=[hits[i] for i in first],
+                                                memory_label=result.memory_label, reranker=result.reranker,
+                                                reranker_note=None, elapsed_ms=0.0))
+            rendered[first] = float(gold_shown(sc, gold, output[:1_000 * CHARS_PER_TOKEN]))
+        out[weight] = {**metrics, "1k": rendered[first]}
+    return out
+
+
+MEASURES = ("R@10", "MRR@10", "1k")
 
 
 def mean(per: list[dict]) -> dict:
-    return {k: statistics.fmean(m[k] for m in per) for k in ("R@10", "MRR@10")}
+    return {k: statistics.fmean(m[k] for m in per) for k in MEASURES}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,10 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     ranked = [(aw, dw) for aw in answer_weights for dw in dense_weights]
     captures = {key: {name: run_set(sc, args.work / CORPORA[name], args.reranker, args.candidates, *key)
                       for name in args.sets.split(",")} for key in ranked}
-    for sets in captures.values():
-        for rows, _ in sets.values():  # judged once per weight: the folds below only sum
-            for row in rows:
-                row["at"] = {w: per_question(sc, row, w) for w in WEIGHTS}
     sets = captures[ranked[0]]
     report = {"reranker": args.reranker, "candidates": args.candidates, "sets": {}}
     for name, (rows, ms) in sets.items():
@@ -165,14 +188,14 @@ def main(argv: list[str] | None = None) -> int:
                 ", ".join(map(str, key)): {w: mean([r["at"][w] for r in captures[key][name][0]]) for w in WEIGHTS} for key in ranked}
 
     # Leave one session out: the setting with the best sum over the sets of each set's
-    # mean R@10 + MRR@10 outside the fold, applied to the left-out session's questions.
+    # mean R@10 + MRR@10 + 1k outside the fold, applied to the left-out session's questions.
     def objective(setting: tuple[tuple[float, float], float], left_out: str) -> float:
         key, weight = setting
         total = 0.0
         for rows, _ in captures[key].values():
             rest = [r["at"][weight] for r in rows if r["group"] != left_out]
             if rest:
-                total += sum(m["R@10"] + m["MRR@10"] for m in rest) / len(rest)
+                total += sum(sum(m[k] for k in MEASURES) for m in rest) / len(rest)
         return round(total, 6)
 
     settings = [(key, w) for key in ranked for w in WEIGHTS]
