@@ -56,7 +56,7 @@ class Ranking:
     question_weight: float = 0.7
     split_exponent: float = 0.0
     session_weight: float = 0.3
-    answer_weight: float = 0.2
+    answer_weight: float = 0.4
 
     def rank(self, fused: Sequence[tuple[str, float]], rows: Mapping[str, Mapping[str, Any]],
              splits: Mapping[tuple[str, str, int], int] | None = None, query: str = "") -> list[tuple[str, float]]:
