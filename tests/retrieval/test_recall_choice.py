@@ -69,14 +69,18 @@ def test_the_answer_type_weight_is_the_one_the_folds_chose():
     """``eval_rerank.py --answer-weights … --write`` records the weight of a candidate
     holding the kind of answer its question asks for that most leave-one-session-out
     folds chose over all three dev sets, with the rerank stage's weight chosen with
-    it, and what the two scored left out against no such weight."""
+    it, and what the two scored left out against no such weight in sample: never
+    below it by more than one standard error on any of R@10, MRR@10 and gold within
+    1k, the bar of every left-out estimate here (one question at the top of coding
+    dev2 moves its MRR@10 by 0.017)."""
     recorded = _recorded()["answer_types"]
     folds = recorded["folds"]
     assert RANKING.answer_weight == recorded["weight"] == float(max(folds, key=folds.get))
     assert recorded["stage_weight"] == _recorded()["rerank"]["blend_weight"]
     assert set(recorded["measured"]) == {"coding", "coding2", "locomo"}
-    for figures in recorded["measured"].values():  # not below the ranking without it by more than noise
-        assert figures["leave_one_out"]["MRR@10"] >= figures["without"]["MRR@10"] - 0.01
+    for name, figures in recorded["measured"].items():
+        for metric in ("R@10", "MRR@10", "1k"):
+            assert figures["leave_one_out"][metric] >= figures["without"][metric] - STANDARD_ERROR[name]
 
 
 def test_the_record_says_what_the_default_scored_on_every_dev_set():
