@@ -1,4 +1,3 @@
-import pytest
 """What a first run leaves on the user's machine: nothing outside funes's own folders.
 
 A fresh HOME with one Claude session and a Hermes database, nothing cached (the
@@ -21,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from trace_helpers import REAL, build_hermes_db
 
 OPT_OUTS = ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY", "TORCHINDUCTOR_CACHE_DIR", "FUNES_CACHE_DIR",

@@ -1,10 +1,11 @@
-import pytest
 """`funes forget`: sessions leave the memory for good and stay out on re-index."""
 
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 FUNES = [sys.executable, "-m", "funes.cli"]
 
