@@ -47,8 +47,9 @@ INSTRUCTIONS = (
 RECALL_DESCRIPTION = (
     "Search past coding-agent sessions for verbatim passages about a topic. Pays off for past decisions "
     "and their rationale, earlier findings, errors already debugged, commands or configs that worked, "
-    "and anything the user says 'we did before'. Each hit is a header naming agent, timestamp, workdir, "
-    "session and turn, a `→ get <session> <turn>` line to open it, a `  ! ` line when files its turn touched "
+    "and anything the user says 'we did before'. Each hit is a header naming timestamp, agent and workdir "
+    "(a later hit of a session already shown names only its timestamp), a `→ get <session> <turn>` line "
+    "to open it, a `  ! ` line when files its turn touched "
     "have changed since in this checkout or it ran on another branch (weigh it against the code as it is "
     "now), then the part of its text that matched, every line quoted as `> ` (a tool call's hit then shows "
     "what came of it: a `  ⇒ [` line and its result's text, quoted). The hits are packed into "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from funes.memory.location import LOCAL_LABEL
 from funes.memory.tokens import tokenize
 from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
 from funes.retrieval.passage import ELLIPSIS, answer_chars, answer_window
@@ -53,11 +54,20 @@ def quoted(text: str) -> str:
     return "\n".join(QUOTE + line if line else QUOTE.rstrip() for line in text.splitlines() or [""])
 
 
-def _header(hit: Hit, memory_label: str) -> list[str]:
+def get_line(session_id: str, turn_uuid: str, memory_label: str) -> str:
+    """A turn's drill-down, the ``funes get`` command that opens it: ``--memory`` only
+    for a memory other than the default one, which ``get`` opens without it."""
+    memory = "" if memory_label == LOCAL_LABEL else f" --memory {field(memory_label)}"
+    return f"  → get {field(session_id)} {field(turn_uuid)}{memory}"
+
+
+def _header(hit: Hit, memory_label: str, session_shown: bool) -> list[str]:
+    """A hit's provenance: its agent and project only where no hit above it in the
+    answer named its session (the ``→ get`` line names the session of every hit)."""
     mark = hit.stale.line() if hit.stale is not None else None
-    return [f"[{field(hit.ts)}] {field(hit.harness)} {field(hit.workdir)}/{field(hit.session_id[:8])} "
-            f"{field(hit.block_type)}  score={hit.score:.3f}",
-            f"  → get {field(hit.session_id)} {field(hit.turn_uuid)} --memory {field(memory_label)}",
+    where = "" if session_shown else f" {field(hit.harness)} {field(hit.workdir)}/{field(hit.session_id[:8])}"
+    return [f"[{field(hit.ts)}]{where} {field(hit.block_type)}  score={hit.score:.3f}",
+            get_line(hit.session_id, hit.turn_uuid, memory_label),
             *([f"  ! {' '.join(field(word) for word in mark.split(' '))}"] if mark else [])]
 
 
@@ -108,7 +118,7 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
         seen = _one_line(window.strip(ELLIPSIS))
         if any(seen in earlier for _, _, earlier in shown):
             continue
-        head = _header(hit, result.memory_label)
+        head = _header(hit, result.memory_label, any(hit.session_id == other.session_id for other, _, _ in shown))
         room = limit - used - len(more_line(len(result.hits) - position)) - 1
         if _cost(head, window, outcome) > room:
             if shown:

@@ -163,14 +163,14 @@ def _capped(text: str) -> str:
 def format_history(history: History) -> str:
     """The agent format (docs/contract.md): per turn a header naming what it did to
     which file, its `→ get` line, the explanation quoted, ``---``; then a total line."""
-    from funes.retrieval.format import SEPARATOR, field, quoted
+    from funes.retrieval.format import SEPARATOR, field, get_line, quoted
 
     parts = []
     for e in history.entries:
         touched = " ".join(f"{','.join(t.actions)}={field(t.path)}" for t in e.touches)
         parts.append(f"[{field(e.ts)}] {field(e.harness)} {field(e.workdir)}/{field(e.session_id[:8])} "
                      f"seq{e.seq}  {touched}\n"
-                     f"  → get {field(e.session_id)} {field(e.turn_uuid)} --memory {field(history.memory_label)}"
+                     + get_line(e.session_id, e.turn_uuid, history.memory_label)
                      + (f"\n{quoted(e.explanation)}" if e.explanation else "") + f"\n{SEPARATOR}")
     parts.append(f"{history.turns} turn(s) in {history.sessions} session(s) touched {field(history.path)}"
                  + (f"; listed the newest {len(history.entries)}: narrow with filters or raise --limit"

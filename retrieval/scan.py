@@ -144,13 +144,13 @@ def _match(needle: str, row: dict[str, Any], text: str, ignore_case: bool, conte
 def format_scan(result: ScanResult) -> str:
     """The agent format (docs/contract.md): per matching block a header, its `→ get`
     line, the excerpt quoted, ``---``; then one total line per needle."""
-    from funes.retrieval.format import SEPARATOR, field, quoted
+    from funes.retrieval.format import SEPARATOR, field, get_line, quoted
 
     parts = []
     for m in result.matches:
         parts.append(f"[{field(m.ts)}] {field(m.harness)} {field(m.workdir)}/{field(m.session_id[:8])} "
                      f"{field(m.block_type)} seq{m.seq}  match={field(m.needle)} count={m.occurrences}\n"
-                     f"  → get {field(m.session_id)} {field(m.turn_uuid)} --memory {field(result.memory_label)}\n"
+                     f"{get_line(m.session_id, m.turn_uuid, result.memory_label)}\n"
                      f"{quoted(m.excerpt)}\n{SEPARATOR}")
     for total in result.totals:
         parts.append(f"total match={field(total.needle)}: {total.blocks} block(s), {total.occurrences} "

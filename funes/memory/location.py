@@ -20,6 +20,8 @@ from funes.errors import UsageError, shown
 from funes.memory.schema import TABLE_NAME
 
 OBJECT_STORE_SCHEMES = ("s3://", "gs://", "az://", "abfs://")
+# How commands name the default memory, the one they open without ``--memory``.
+LOCAL_LABEL = "local"
 # Seconds to establish a connection to an object store (Lance's default is 5 s, and it
 # lists a table's versions up to ~6 times with 4 tries each, so a store that drops
 # packets held a command for two minutes; 2 s is still ample for a handshake anywhere).
@@ -62,7 +64,7 @@ class MemoryLocation:
 
 
 def local_memory() -> MemoryLocation:
-    return MemoryLocation(uri=str(memory_dir()), label="local")
+    return MemoryLocation(uri=str(memory_dir()), label=LOCAL_LABEL)
 
 
 def object_store_options(uri: str) -> dict[str, str]:
@@ -99,7 +101,7 @@ def location_for(spec: str | None) -> MemoryLocation:
     """``local`` (or nothing), a folder path, or an object-store URI.  Hub memories
     (``org/repo``, ``hf://datasets/…``) are resolved by :mod:`funes.hub` into a
     local snapshot folder first."""
-    if spec is None or spec == "local":
+    if spec is None or spec == LOCAL_LABEL:
         return local_memory()
     check_spec(spec)
     if spec.startswith(OBJECT_STORE_SCHEMES):

@@ -1,4 +1,3 @@
-import pytest
 """docs/contract.md is the contract: its examples are what the code prints, and a
 parser written from it reads every answer right, whatever the transcripts hold."""
 
@@ -7,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+
+import pytest
 
 from funes.retrieval.format import NO_RESULTS, format_recall
 from funes.retrieval.search import RecallResult
@@ -243,9 +244,13 @@ def test_recalled_text_cannot_forge_hits_or_turns(isolated_env, tmp_path):
     for split in _splits():
         hits = _parse_recall(output, split)
         assert len(hits) == len(expected)
+        named = set()  # sessions a header above has named with its agent and project
         for hit, truth in zip(hits, expected, strict=True):
-            assert hit["header"].endswith(f" {truth['block_type']}  score={truth['score']:.3f}")
-            assert hit["get"] == [field(truth["session_id"]), field(truth["turn_uuid"]), "--memory", "local"]
+            where = "" if truth["session_id"] in named else f" {truth['harness']} {field(truth['workdir'])}/" \
+                f"{field(truth['session_id'][:8])}"
+            named.add(truth["session_id"])
+            assert hit["header"] == f"[{truth['ts']}]{where} {truth['block_type']}  score={truth['score']:.3f}"
+            assert hit["get"] == [field(truth["session_id"]), field(truth["turn_uuid"])]  # the default memory
             # The agent format shows the window of the text that matched, verbatim but for
             # line breaks (each kind starts a quoted line), "…" where it was cut.
             shown = "\n".join("\n".join(hit["text"]).removeprefix("…").removesuffix("…").splitlines())

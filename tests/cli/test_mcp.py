@@ -1,11 +1,12 @@
-import pytest
 """`funes mcp` over stdio, driven by the official MCP client."""
 
 import os
+import re
 import subprocess
 import sys
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 
@@ -30,7 +31,7 @@ async def _session_calls(memory=None):
             session_id, turn = first[1].split("→ get ")[1].split()[:2]
             opened = await session.call_tool("get", {"session_id": session_id, "turn_uuid": turn, "window": 1})
             missing = await session.call_tool("get", {"session_id": session_id, "turn_uuid": "nope"})
-            # The 8 characters of a session every hit prints name it here too.
+            # The 8 characters of a session its first hit prints name it here too.
             earth = await session.call_tool("recall", {"query": "digital twin of Earth", "session": "claude_s",
                                                        "budget": 200})
             prefixed = await session.call_tool("get", {"session_id": "claude_s", "window": 0,
@@ -59,8 +60,11 @@ def test_a_real_client_lists_the_tools_and_gets_answers(memory_home):
     assert not opened.is_error and "(requested)" in _text(opened)
     assert missing.is_error and "turn nope not found in session" in _text(missing)
     assert len(_text(earth)) <= 200 * 4  # the budget, in tokens of 4 characters
-    headers = [line for line in _text(earth).splitlines() if line.startswith("[")]
-    assert headers and all("/claude_s " in line for line in headers)
+    lines = _text(earth).splitlines()
+    headers = [line for line in lines if line.startswith("[")]
+    # One session: its first hit names it, every later one leaves it to its → get line.
+    assert "/claude_s " in headers[0] and all(re.fullmatch(r"\[\S*\] \S+  score=\d\.\d{3}", h) for h in headers[1:])
+    assert all(line.startswith("  → get claude_session ") for line in lines if "→ get" in line)
     assert not prefixed.is_error and "turn=d753fba5-0c26-437f-82df-ba98aa773943  (requested)" in _text(prefixed)
 
 

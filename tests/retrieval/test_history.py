@@ -91,7 +91,7 @@ def test_history_lists_every_turn_that_touched_a_file_newest_first_with_its_expl
     lines = text.splitlines()
     newest = entries[0]
     assert lines[0].startswith(f"[{newest['ts']}] claude_code ") and f"seq{newest['seq']}  " in lines[0]
-    assert lines[1] == f"  → get {LONG_SESSION} {newest['turn_uuid']} --memory local"
+    assert lines[1] == f"  → get {LONG_SESSION} {newest['turn_uuid']}"  # the default memory: no --memory
     assert lines[-1] == (f"{len(uuids)} turn(s) in 1 session(s) touched {folder}; listed the newest 1: "
                          "narrow with filters or raise --limit")
     assert all(line.startswith(("[", "  → get ", ">", "---")) for line in lines[:-1])

@@ -82,6 +82,26 @@ def test_text_already_shown_is_not_shown_again():
     assert "  ~ [" not in output
 
 
+def test_a_session_is_named_once_and_every_get_line_opens_its_hit():
+    """The first hit of a session names its agent and project; a later one of the same
+    session only its time and block type, its session in its `→ get` line.  The default
+    memory's `→ get` line runs without `--memory`; any other names it."""
+    first, other, again = _hit(1, GOLD), _hit(2, "The orders table migration ran again."), _hit(3, "Fixed the index.")
+    again.session_id = first.session_id
+    lines = format_recall(_result([first, other, again])).splitlines()
+    headers = [(line, lines[n + 1]) for n, line in enumerate(lines) if line.startswith("[")]
+    assert headers == [
+        ("[2026-01-02T03:04:05.000Z] claude_code -work-project/session- text  score=0.990",
+         "  → get session-0001-aaaa turn-1"),
+        ("[2026-01-02T03:04:05.000Z] claude_code -work-project/session- text  score=0.980",
+         "  → get session-0002-aaaa turn-2"),
+        ("[2026-01-02T03:04:05.000Z] text  score=0.970", "  → get session-0001-aaaa turn-3"),
+    ]
+    elsewhere = RecallResult(query="orders table", hits=[first], memory_label="org/memories@v1", reranker=None,
+                             reranker_note=None, elapsed_ms=1.0)
+    assert "  → get session-0001-aaaa turn-1 --memory org/memories@v1" in format_recall(elsewhere).splitlines()
+
+
 def test_the_first_hit_is_cut_to_fit_a_small_budget():
     output = format_recall(_result([_hit(1, GOLD * 40), _hit(2, GOLD)]), 200)
     assert len(output) <= 200 * CHARS_PER_TOKEN
