@@ -20,16 +20,12 @@ from typing import Any
 from funes.memory.location import LOCAL_LABEL
 from funes.memory.tokens import tokenize
 from funes.retrieval.bounds import CHARS_PER_TOKEN, DEFAULT_BUDGET
-from funes.retrieval.passage import ELLIPSIS, answer_chars, answer_window
+from funes.retrieval.passage import ELLIPSIS, answer_chars, answer_window, one_line
 from funes.retrieval.search import NEIGHBOR_PREVIEW, Hit, Neighbor, RecallResult
 
 SEPARATOR = "---"
 NO_RESULTS = "no results"
 QUOTE = "> "
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def field(value: object) -> str:
@@ -78,7 +74,7 @@ def _result_line(result: Neighbor) -> str:
 
 def _neighbor_line(neighbor: Neighbor) -> str:
     return (f"  ~ [{field(neighbor.role)} {field(neighbor.block_type)} seq{neighbor.seq}] "
-            f"{_one_line(neighbor.text)[:NEIGHBOR_PREVIEW]}")
+            f"{one_line(neighbor.text)[:NEIGHBOR_PREVIEW]}")
 
 
 def _cost(head: list[str], window: str, result: list[str] = ()) -> int:
@@ -115,7 +111,7 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
         if hit.result is not None:
             outcome_window = answer_window(hit.result.text, terms, answer_chars(hit.result.block_type))
             outcome = [_result_line(hit.result), quoted(outcome_window)]
-        seen = _one_line(window.strip(ELLIPSIS))
+        seen = one_line(window.strip(ELLIPSIS))
         if any(seen in earlier for _, _, earlier in shown):
             continue
         head = _header(hit, result.memory_label, any(hit.session_id == other.session_id for other, _, _ in shown))
@@ -129,7 +125,7 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
                 window = window[:len(window) - (_cost(head, window) - room)]
         cost = _cost(head, window, outcome)
         if outcome:  # only a result shown counts as shown
-            seen = f"{seen} {_one_line(outcome_window.strip(ELLIPSIS))}"
+            seen = f"{seen} {one_line(outcome_window.strip(ELLIPSIS))}"
             result_turns.add(hit.result.turn_uuid)
         shown.append((hit, [*head, quoted(window), *outcome], seen))
         used += cost
@@ -140,7 +136,7 @@ def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
         extra = []
         for neighbor in hit.neighbors:
             line = _neighbor_line(neighbor)
-            preview = _one_line(neighbor.text)[:NEIGHBOR_PREVIEW]
+            preview = one_line(neighbor.text)[:NEIGHBOR_PREVIEW]
             if neighbor.turn_uuid in shown_turns or any(preview in seen for _, _, seen in shown) \
                     or used + len(line) + 1 + reserve > limit:
                 continue

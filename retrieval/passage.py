@@ -32,6 +32,12 @@ PASSAGE_CHARS = 1200
 _WORD = re.compile(TOKENIZER["pattern"])
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks included) one space: the form
+    in which two texts are the same text, and a preview reads on one line."""
+    return " ".join(text.split())
+
+
 def readable_call(text: str) -> str:
     """A tool call's JSON arguments as ``name: value`` lines (strings unescaped,
     other values as compact JSON); text that is not a JSON object as it is."""

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from funes.retrieval.answer_types import asked_types, holds_answer
+from funes.retrieval.passage import one_line
 
 # Row columns the ranking reads.
 RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text")
@@ -92,7 +93,7 @@ class Ranking:
         shown: set[Any] = set()
         for chunk, score in sorted(adjusted.items(), key=lambda item: (-item[1], item[0])):
             row = rows[chunk]
-            block, text = block_key(row), " ".join((row["text"] or "").split())
+            block, text = block_key(row), one_line(row["text"] or "")
             if block in shown or (row["session_id"], text) in shown:
                 continue
             shown.update((block, (row["session_id"], text)))

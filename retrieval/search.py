@@ -34,7 +34,7 @@ from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import DEFAULT_K, check_counts, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
-from funes.retrieval.passage import passage
+from funes.retrieval.passage import one_line, passage
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
 from funes.retrieval.ranking import RANKING_COLUMNS
 from funes.retrieval.ranking import Ranking, block_key
@@ -365,7 +365,7 @@ class Recaller:
         seen: set[tuple[str, str]] = set()
         out = []
         for hit in hits:
-            key = (hit.session_id, " ".join(hit.text.split()))
+            key = (hit.session_id, one_line(hit.text))
             if key not in seen:
                 seen.add(key)
                 out.append(hit)
