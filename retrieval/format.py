@@ -91,9 +91,10 @@ def more_line(count: int) -> str:
 
 def format_recall(result: RecallResult, budget: int = DEFAULT_BUDGET) -> str:
     """The hits packed into ``budget`` tokens (characters / 4): of each, in rank
-    order, its provenance, its ``→ get`` line and the window of its passage that
-    holds the query's words (retrieval/passage.py; wider for a tool result), and
-    for a tool call the window of its result; a hit whose window shows only
+    order, its provenance (its agent and project at its session's first hit), its
+    ``→ get`` line and the window of its passage that holds the query's words
+    (retrieval/passage.py; wider for a tool result), and for a tool call the
+    window of its result; a hit whose window shows only
     text already shown is left out; neighbours come last, with what the budget has
     left, those already shown left out; the last line counts the hits the budget
     left out.  The first hit is always shown, its window cut to fit."""
