@@ -29,7 +29,8 @@ left-out figures are recorded as the default in
 the ranking without the answer-type weight, what it is measured against) also the
 answer-type weight most folds chose ("answer_types"), and with ``--dense-weights``
 the dense weight most folds chose ("rerank", "dense_weight"); a choice of either
-that recall does not ship is refused.
+that recall does not ship is refused.  ``--write`` also replaces the section
+":data:`SECTION`" of BENCHMARKS.md with the run's table and its folds' picks.
 
     nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
@@ -52,10 +53,30 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 from eval_recall import CHOICE, eval_dir  # noqa: E402
 from evidence import cli_memory, gold_shown  # noqa: E402
+from recall_ablation import DEV_SETS  # noqa: E402
+from report import machine, write_section  # noqa: E402
 
 CORPORA = {"coding": "corpus-coding-dev", "coding2": "corpus-coding-dev2", "locomo": "corpus-dev"}
 WARM_UP = 5  # the first calls of a set, not timed as warm
 WEIGHTS = [round(w, 2) for w in np.linspace(0, 1, 11)]
+SHOWN_WEIGHTS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)  # the table's columns, besides the chosen weight
+SECTION = "Recall rerank stage (dev sets)"
+NOTES = """In process, on the memories "Recall quality" builds: each set's top 30 candidates of recall
+as it ships, captured once per answer-type weight and fusion dense weight listed, each
+ordering judged by the text `funes recall --json` hands the kit (a hit's passage, and a
+tool call's result after it) and by *1k*, whether the gold text is within the first
+1,000 tokens of that ordering's first hits rendered in the agent format as `funes
+recall` prints them (neighbours and a call's result included). R@10 / MRR@10 / 1k by
+the stage's weight w over the ranking as it ships (0: the fused ranking; 1: the stage
+alone). *Left out by session*: each fold (every gold session of the three sets left out
+in turn) takes the answer-type weight, the fusion's dense weight and the stage's weight
+with the best sum over the sets of each set's mean R@10 + MRR@10 + 1k on the rest, and is
+scored on the session left out. The stage's own time is warm (past each set's first five
+questions) on shared cores. The setting most folds chose ships (`Ranking.answer_weight`,
+`Fusion`, `WordPieceMaxSim.blend_weight`), recorded in `benchmarks/recall_choice.json`
+and held by `tests/retrieval/test_recall_choice.py`; why, and what was tried: "Decisions",
+"Late interaction".
+"""
 
 
 class Timed:
@@ -142,6 +163,31 @@ MEASURES = ("R@10", "MRR@10", "1k")
 
 def mean(per: list[dict]) -> dict:
     return {k: statistics.fmean(m[k] for m in per) for k in MEASURES}
+
+
+def stage_table(report: dict, chosen_weight: float) -> str:
+    """The section's table (a row per set) and its folds' picks, from the run's report."""
+    columns = sorted({*SHOWN_WEIGHTS, chosen_weight})
+
+    def figures(m: dict) -> str:
+        return " / ".join(f"{m[k]:.3f}" for k in MEASURES)
+
+    lines = ["| set | " + " | ".join(f"w {w:g}" for w in columns) + " | left out by session | stage p50 / p95 |",
+             "| --- |" + " --- |" * (len(columns) + 2)]
+    for name, s in report["sets"].items():
+        lines.append(f"| {DEV_SETS.get(name, name)} | " + " | ".join(figures(s["blends"][w]) for w in columns)
+                     + f" | {figures(s['left_out'])} | {s['stage_ms_p50']} / {s['stage_ms_p95']} ms |")
+    picks = report.get("folds_by_answer_dense_and_stage_weight")
+    if picks:
+        shown = "; ".join(f"{n} {'picks' if n == 1 else 'pick'} {' / '.join(setting.split(', '))}"
+                          for setting, n in picks.items())
+        lines += ["", f"Folds' picks (answer-type weight / dense weight / stage weight), {sum(picks.values())} "
+                      f"folds: {shown}."]
+    else:
+        counts = report["folds_by_weight"]
+        shown = "; ".join(f"{n} {'picks' if n == 1 else 'pick'} {w:g}" for w, n in counts.items())
+        lines += ["", f"Folds' picks of the stage's weight, {sum(counts.values())} folds: {shown}."]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                                     "leave_one_out": {m: round(v, 4) for m, v in s["left_out"].items()}}
                              for name, s in report["sets"].items()}}
         CHOICE.write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
+        command = " ".join(["benchmarks/eval_rerank.py", *(argv if argv is not None else sys.argv[1:])])
+        write_section(SECTION, f"Measured with `{command}` on {machine()}; 1-minute load average at the end "
+                      f"{os.getloadavg()[0]:.1f}.\n\n{NOTES}\n{stage_table(report, weight)}")
     return 0
 
 

@@ -25,7 +25,7 @@ DAY_ZERO_300K_HOME = HERE / ".work" / "day-zero-300k-home"  # the history it ind
 
 # target -> (BENCHMARKS.md section(s) it writes, commands); a command is a script and its arguments.
 TARGETS: dict[str, tuple[str, list[list[str]]]] = {
-    "recall": ("Recall quality / by embedded tier and precision / while vectors are pending (dev sets)", [
+    "recall": ("Recall quality / rerank stage / by embedded tier and precision / while vectors are pending (dev sets)", [
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--rebuild", "--no-latency"],
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "", "--no-latency", "--tiers", "--tiers-cv",
          "--precisions", "int8", "--write"],
