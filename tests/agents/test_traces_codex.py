@@ -193,3 +193,27 @@ def test_discover_archived_and_file_name_fallback(tmp_path):
     assert unit.session_id == uuid
     session = codex.parse(unit)
     assert session.session_id == uuid and session.turns[0].turn_uuid == f"{uuid}:0"
+
+
+def test_an_older_shell_tools_json_envelope_is_opened_to_the_output_it_printed(tmp_path):
+    """The command's lines are searchable and shown as printed (no ``\\n`` escapes); the
+    exit status stays on the block; a command that printed nothing keeps its envelope
+    (its exit status); another tool's JSON answer is left as it came."""
+    uuid = "019f0000-0000-7000-8000-00000000beef"
+    path = tmp_path / f"rollout-2026-01-02T03-04-05-{uuid}.jsonl"
+    printed = 'README.md\napp\nsrc/"quoted".ts\n'
+    outputs = [
+        json.dumps({"output": printed, "metadata": {"exit_code": 2, "duration_seconds": 0.1}}),
+        json.dumps({"output": "", "metadata": {"exit_code": 0, "duration_seconds": 0.0}}),
+        json.dumps({"output": "rows", "next_page": 2}),  # an MCP tool's answer, not the envelope
+    ]
+    items = []
+    for n, output in enumerate(outputs):
+        items += [{"type": "function_call", "name": "shell", "call_id": f"c{n}",
+                   "arguments": json.dumps({"command": ["bash", "-lc", "ls"]})},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": output}]
+    lines = [{"type": "session_meta", "payload": {"id": uuid, "cwd": "/w"}}]
+    lines += [{"type": "response_item", "timestamp": "2026-01-02T03:04:06Z", "payload": item} for item in items]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = [t.blocks[0] for t in parse_file(codex, path).turns if t.blocks[0].block_type == "tool_result"]
+    assert [(r.text, r.exit_code) for r in results] == [(printed, 2), (outputs[1], 0), (outputs[2], None)]

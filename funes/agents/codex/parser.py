@@ -186,6 +186,19 @@ def _output_text(output: Any) -> str:
     return compact_json(output)
 
 
+def _envelope_output(text: str) -> str | None:
+    """The command's output of an older shell tool's result, a JSON object
+    ``{"output": "...", "metadata": {"exit_code": N, ...}}``: its ``output``
+    string. None for any other text, and for a command that printed nothing, whose
+    result keeps the envelope: a result without text is no block, and its exit
+    status is then all it says."""
+    mapping = call_arguments(text) if text.startswith("{") else None
+    if mapping is None or set(mapping) != {"output", "metadata"} or not isinstance(mapping["metadata"], dict):
+        return None  # another tool's JSON answer, shown as it came
+    output = mapping["output"]
+    return output if isinstance(output, str) and output.strip() else None
+
+
 def _exit_code(text: str) -> int | None:
     """The exit status Codex writes with a command's output: ``metadata.exit_code``
     of a JSON output (older shell tool), else an ``Exit code: N`` / ``Process
@@ -202,9 +215,14 @@ def _exit_code(text: str) -> int | None:
 
 
 def _tool_output(payload: dict[str, Any]) -> Converted:
+    """A tool's output. An older shell tool's JSON envelope is read for its exit
+    status and then opened: its escaped ``\\n`` and ``\\"`` would otherwise glue
+    every line's first word to an ``n`` for search and cost an agent characters,
+    and the output the command printed is what a passage should show."""
     text = _output_text(payload.get("output"))
-    block = Block("tool_result", text, None, opt_str(payload.get("call_id")))
-    block.exit_code = _exit_code(text)
+    exit_code, output = _exit_code(text), _envelope_output(text)
+    block = Block("tool_result", text if output is None else output, None, opt_str(payload.get("call_id")))
+    block.exit_code = exit_code
     return "tool", [block]
 
 
