@@ -20,6 +20,7 @@ def add_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Build the first index without asking (scripts)."),
 ) -> None:
     """Give an agent funes: its MCP server (recall, get, status), per-turn indexing, publishing for a Hub memory, a first index."""
+    from funes.memory.location import LOCAL_LABEL
     from funes.wiring import Binding
     from funes.wiring.changes import apply, summary
 
@@ -28,7 +29,7 @@ def add_command(
         return
     target = wireable_agent(agent)
     wiring = target.wiring()
-    binding = Binding(None if memory in (None, "local") else memory)
+    binding = Binding(None if memory in (None, LOCAL_LABEL) else memory)
     changes = wiring.plan_add(binding)  # every file read and checked before any is written
     apply(changes)
     lines = summary(changes)
