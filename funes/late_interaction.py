@@ -17,7 +17,8 @@ topic.  Two sources of the pieces' vectors:
 
 Each blends with the fused score at its ``blend_weight`` (both min–max scaled
 over the candidates, retrieval/search.py); the weights were chosen leave one
-session out over every dev set (BENCHMARKS.md "Late interaction").  Recall hands
+session out over every dev set (BENCHMARKS.md "Recall rerank stage (dev sets)";
+why: "Late interaction").  Recall hands
 a stage each tool result after the head of the call that made it, as BM25 reads
 it (funes/memory/documents.py).
 """
@@ -87,7 +88,7 @@ class WordPieceMaxSim:
     # Chosen leave one session out over the coding, coding dev2 and LoCoMo dev sets
     # together with the answer-type weight and the fusion's dense weight, every fold
     # taking the best sum over the sets of each set's R@10 + MRR@10 + gold within the
-    # output's first 1,000 tokens (BENCHMARKS.md "Late interaction");
+    # output's first 1,000 tokens (BENCHMARKS.md "Recall rerank stage (dev sets)");
     # tests/retrieval/test_recall_choice.py holds it to benchmarks/recall_choice.json.
     blend_weight = 0.3
 
