@@ -30,7 +30,8 @@ the ranking without the answer-type weight, what it is measured against) also th
 answer-type weight most folds chose ("answer_types"), and with ``--dense-weights``
 the dense weight most folds chose ("rerank", "dense_weight"); a choice of either
 that recall does not ship is refused.  ``--write`` also replaces the section
-":data:`SECTION`" of BENCHMARKS.md with the run's table and its folds' picks.
+"Recall rerank stage (dev sets)" of BENCHMARKS.md with the run's table and its
+folds' picks.
 
     nice -n 5 .venv/bin/python benchmarks/eval_rerank.py --reranker maxsim-static --write
 """
