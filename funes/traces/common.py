@@ -356,9 +356,9 @@ def stated_exit_code(line: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def json_exit_code(text: str) -> int | None:
+def json_exit_code(text: str | dict[str, Any]) -> int | None:
     """The integer ``exit_code`` of tool output that is a JSON object (at its top,
-    or under ``metadata``), else None."""
+    or under ``metadata``), else None; the output as text or already decoded."""
     mapping = call_arguments(text)
     if mapping is None:
         return None

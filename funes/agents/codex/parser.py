@@ -186,25 +186,25 @@ def _output_text(output: Any) -> str:
     return compact_json(output)
 
 
-def _envelope_output(text: str) -> str | None:
-    """The command's output of an older shell tool's result, a JSON object
-    ``{"output": "...", "metadata": {"exit_code": N, ...}}``: its ``output``
-    string. None for any other text, and for a command that printed nothing, whose
-    result keeps the envelope: a result without text is no block, and its exit
-    status is then all it says."""
-    mapping = call_arguments(text) if text.startswith("{") else None
+def _envelope_output(mapping: dict[str, Any] | None) -> str | None:
+    """The command's output of an older shell tool's result, the JSON object
+    ``{"output": "...", "metadata": {"exit_code": N, ...}}`` (``mapping``, the
+    result's text decoded): its ``output`` string. None for any other result, and
+    for a command that printed nothing, whose result keeps the envelope: a result
+    without text is no block, and its exit status is then all it says."""
     if mapping is None or set(mapping) != {"output", "metadata"} or not isinstance(mapping["metadata"], dict):
         return None  # another tool's JSON answer, shown as it came
     output = mapping["output"]
     return output if isinstance(output, str) and output.strip() else None
 
 
-def _exit_code(text: str) -> int | None:
+def _exit_code(text: str, mapping: dict[str, Any] | None) -> int | None:
     """The exit status Codex writes with a command's output: ``metadata.exit_code``
-    of a JSON output (older shell tool), else an ``Exit code: N`` / ``Process
-    exited with code N`` line of the header before ``Output:``."""
+    of a JSON output (older shell tool; ``mapping``, the text decoded), else an
+    ``Exit code: N`` / ``Process exited with code N`` line of the header before
+    ``Output:``."""
     if text.startswith("{"):
-        return json_exit_code(text)
+        return json_exit_code(mapping) if mapping is not None else None
     for line in text.split("\n", _HEADER_LINES)[:_HEADER_LINES]:
         if line.startswith("Output:"):
             break
@@ -220,9 +220,10 @@ def _tool_output(payload: dict[str, Any]) -> Converted:
     every line's first word to an ``n`` for search and cost an agent characters,
     and the output the command printed is what a passage should show."""
     text = _output_text(payload.get("output"))
-    exit_code, output = _exit_code(text), _envelope_output(text)
+    mapping = call_arguments(text) if text.startswith("{") else None  # decoded once, for both reads
+    output = _envelope_output(mapping)
     block = Block("tool_result", text if output is None else output, None, opt_str(payload.get("call_id")))
-    block.exit_code = exit_code
+    block.exit_code = _exit_code(text, mapping)
     return "tool", [block]
 
 
