@@ -7,7 +7,7 @@ process with the default stage and without one.
     python benchmarks/recall_latency.py --first-index 300000 [--runs 7] [--no-write]
     python benchmarks/recall_latency.py --memory-home FUNES_HOME [--home HOME] [--runs 7] [--during]
         [--against OTHER_CHECKOUT/.venv/bin/python] [--no-write]
-    python benchmarks/recall_latency.py --stale [--sizes 10000] [--runs 9]
+    python benchmarks/recall_latency.py --stale [--sizes 10000] [--runs 9] [--no-write]
 
 Goals (2-core CPU): warm p50 ≤ 100 ms without rerank, ≤ 1 s with 30 pairs
 through the cross-encoder (the Rust funes takes ~6 s); a cold process ≤ 1.5 s.
@@ -164,6 +164,27 @@ def stale_cost(size: int, runs: int) -> str:
     return (f"| ~{size // 1000}k synthetic, every hit of this checkout's project | {runs} | {off['p50_ms']} / "
             f"{off['p95_ms']} | {on['p50_ms']} / {on['p95_ms']} | {step['p50_ms']} / {step['p95_ms']} | "
             f"{marked / runs:.1f} |")
+
+
+def stale_section(sizes: list[int], runs: int, write: bool) -> None:
+    """The stale marks' cost at each of ``sizes`` (:func:`stale_cost`), printed and,
+    when ``write``, the section "Stale marks' cost" of BENCHMARKS.md."""
+    lines = ["| memory | cold processes each | `--no-stale` p50 / p95 ms | stale marks p50 / p95 ms | "
+             "the marks' step p50 / p95 ms | `  ! ` lines a recall |", "| --- | --- | --- | --- | --- | --- |",
+             *(stale_cost(size, runs) for size in sizes)]
+    body = "\n".join([
+        f"`python benchmarks/recall_latency.py --stale --sizes {' '.join(map(str, sizes))} --runs {runs}` — cold"
+        " `funes recall` processes (reranker off, one warm-up first), with the stale marks and with `--no-stale`"
+        " alternating, run in this funes checkout on a copy of the latency memory whose every row claims this"
+        " checkout's repository, so every hit is of the project the recall runs in and its files go to the one"
+        " capped `git log` over this repository's history (the synthetic sessions' paths are mostly gone here,"
+        " so most marks say `gone`); the marks' step is `mark_stale` timed in one process on the same queries'"
+        " hits, its root-commit git call paid each time as a cold process pays it. A recall outside a checkout,"
+        " or whose hits are all of other projects, makes no `git log` and no mark.", "",
+        f"Machine: {machine()}.", "", *lines])
+    print(body)
+    if write:
+        write_section("Stale marks' cost", body)
 
 
 def _stale_steps(funes_home: Path, checkout: Path, queries: list[str]) -> list[float]:
@@ -430,10 +451,7 @@ def main() -> int:
         first_index(args.first_index, args.runs, not args.no_write)
         return 0
     if args.stale:
-        print("| memory | cold processes each | `--no-stale` p50 / p95 ms | stale marks p50 / p95 ms | "
-              "the marks' step p50 / p95 ms | `  ! ` lines a recall |\n| --- | --- | --- | --- | --- | --- |")
-        for size in args.sizes:
-            print(stale_cost(size, args.runs))
+        stale_section(args.sizes, args.runs, not args.no_write)
         return 0
     queries = (QUERIES * (args.queries // len(QUERIES) + 1))[: args.queries]
     from funes.reranking import DEFAULT_RERANKER
@@ -458,7 +476,8 @@ def main() -> int:
                      f"{staged['p50_ms']} / {staged['p95_ms']} | {reranked['p50_ms']} / {reranked['p95_ms']} | "
                      f"{cold_run['p50_ms']} / {cold_run['p95_ms']} | {cold_plain['p50_ms']} / {cold_plain['p95_ms']} |")
     body = "\n".join([
-        "`python benchmarks/recall_latency.py` — the CLI's defaults (k 8, 30 candidates, 1 neighbour, recency as"
+        f"`python benchmarks/recall_latency.py --sizes {' '.join(map(str, args.sizes))} --queries {args.queries}`"
+        " (`make bench-latency` runs it with its defaults) — the CLI's defaults (k 8, 30 candidates, 1 neighbour, recency as"
         " tie-breaker) on memories built from the synthetic coding history with random unit vectors, maintained"
         " (scalar + IVF_PQ indexes). Warm: one process, models loaded, 5 warm-up queries. Default stage:"
         f" `{DEFAULT_RERANKER}` (late interaction over the shipped MiniLM's word pieces, 30 candidates)."
