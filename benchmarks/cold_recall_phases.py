@@ -54,10 +54,9 @@ def main(query: str) -> None:
     timed(search.Recaller, "open", "Recaller.open (checks, reranker lookup)")
     timed(Memory, "lexical", "BM25 index open (+ transient BM25 of uncovered rows)")
     timed(Memory, "vector_search", "vector search (Lance)")
-    timed(Memory, "rows", "ranking columns of the fused pool (Lance)")
+    timed(Memory, "rows", "rows by id: the fused pool's ranking columns, the passages' splits (Lance)")
     timed(Memory, "rows_at", "whole rows of the finalists, by row id (Lance)")
-    timed(Memory, "block_chunks", "block splits (Lance)")
-    timed(Memory, "block_pieces", "passages (Lance take)")
+    timed(Memory, "block_splits", "the passages' splits, by id (Lance)")
     timed(Memory, "turn_rows", "neighbours (Lance)")
     embedder = search.Recaller.embedder
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from funes.chunking import reassemble
+from funes.chunking import SPLIT_SIZE, reassemble
 from funes.memory.documents import call_text
 from funes.memory.tokens import TOKENIZER, tokenize
 
@@ -54,10 +55,16 @@ def readable_call(text: str) -> str:
 def passage(pieces: Sequence[tuple[int, str]], chunk: tuple[int, str], block_type: str,
             limit: int = PASSAGE_CHARS) -> str:
     """The text a hit shows.  ``pieces``: the block's ``(char_start, text)``
-    splits in split order (those a reader has; the chunk alone is enough);
-    ``chunk``: the hit's own ``(char_start, text)``."""
+    splits in split order, every one or a run of them that holds the passage
+    (:func:`passage_pieces`; the chunk alone is enough); ``chunk``: the hit's own
+    ``(char_start, text)``."""
     start, text = chunk
-    block = reassemble(pieces) if len(pieces) > 1 else text
+    if len(pieces) > 1:
+        base = pieces[0][0]  # a run that starts inside the block
+        block = reassemble((at - base, piece) for at, piece in pieces)
+        start -= base
+    else:
+        block = text
     if block_type == "tool_use":
         shown = readable_call(block)
         if shown is not block:
@@ -82,11 +89,92 @@ def passage(pieces: Sequence[tuple[int, str]], chunk: tuple[int, str], block_typ
 def _window(text: str, start: int, end: int, limit: int) -> str:
     """``limit`` characters of ``text`` around ``[start, end)``, as even on both
     sides as the text's ends allow."""
-    start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
-    low = max(0, start - max(0, limit - (end - start)) // 2)
-    high = min(len(text), low + max(limit, end - start))
-    low = max(0, high - max(limit, end - start))
+    low, high = _window_bounds(len(text), start, end, limit)
     return text[low:high]
+
+
+def _window_bounds(length: int, start: int, end: int, limit: int) -> tuple[int, int]:
+    start, end = max(0, min(start, length)), max(0, min(end, length))
+    low = max(0, start - max(0, limit - (end - start)) // 2)
+    high = min(length, low + max(limit, end - start))
+    return max(0, high - max(limit, end - start)), high
+
+
+# The splits either side of a hit's chunk first read for its passage: at the shortest
+# stride between splits (150 characters) four reach the 600 a passage can run past
+# its chunk, and a typical one needs one or two.
+PASSAGE_REACH = 4
+Block = tuple[str, str, int]
+
+
+def passage_pieces(read: Callable[[Mapping[Block, Iterable[int]]], dict[Block, dict[int, tuple[int, str]]]],
+                   rows: Iterable[Mapping[str, Any]], limit: int = PASSAGE_CHARS) -> dict[Block, list[tuple[int, str]]]:
+    """Of each block of ``rows`` (chunk rows) that can have more than one split, the
+    run of its splits that holds the passage :func:`passage` shows around that row:
+    ``read`` (:meth:`funes.memory.reader.Memory.block_splits`) is asked for the
+    splits within :data:`PASSAGE_REACH` of the chunk (a tool call's from its first:
+    its arguments are decoded whole), then twice as far, while the passage would
+    reach past what was read, the run ended early or the block's end is unknown."""
+    todo: dict[Block, tuple[Mapping[str, Any], dict[int, tuple[int, str]]]] = {}
+    for row in rows:
+        text = row["text"] or ""
+        if row["split_idx"] or len(text) >= SPLIT_SIZE // 2:  # else it is its whole block
+            block = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
+            todo[block] = (row, {int(row["split_idx"] or 0): (int(row["char_start"] or 0), text)})
+    done: dict[Block, list[tuple[int, str]]] = {}
+    asked: dict[Block, set[int]] = {block: set() for block in todo}
+    reach = PASSAGE_REACH
+    while todo:
+        wanted = {}
+        for block, (row, have) in todo.items():
+            split = int(row["split_idx"] or 0)
+            first, last = _run(have, split)
+            # Never past a split asked for and absent: the block ends there (before
+            # the run, the memory lost it).
+            low = first if first - 1 in asked[block] else 0 if row["block_type"] == "tool_use" \
+                else max(0, split - reach)
+            high = last if last + 1 in asked[block] else split + reach
+            wanted[block] = [i for i in range(low, high + 1) if i not in have and i not in asked[block]]
+            asked[block].update(wanted[block])
+        found = read({block: splits for block, splits in wanted.items() if splits})
+        for block in list(todo):
+            row, have = todo[block]
+            have.update(found.get(block, {}))
+            first, last = _run(have, int(row["split_idx"] or 0))
+            if not wanted[block] or _holds_passage(row, have, first, last, asked[block], limit):
+                done[block] = [have[i] for i in range(first, last + 1)]
+                del todo[block]
+        reach *= 2
+    return done
+
+
+def _run(have: Mapping[int, tuple[int, str]], split: int) -> tuple[int, int]:
+    """The first and last split of the unbroken run of ``have`` through ``split``."""
+    first = last = split
+    while first - 1 in have:
+        first -= 1
+    while last + 1 in have:
+        last += 1
+    return first, last
+
+
+def _holds_passage(row: Mapping[str, Any], have: Mapping[int, tuple[int, str]], first: int, last: int,
+                   asked: set[int], limit: int) -> bool:
+    """Whether the run ``first``..``last`` of ``have`` shows ``row``'s passage as its
+    whole block would: a tool call needs its whole block, a text the window around
+    the chunk with the run's ends not cutting it."""
+    starts, ends = first == 0, last + 1 in asked  # asked for and absent: the block ends there
+    if starts and ends:
+        return True
+    if row["block_type"] == "tool_use":
+        return False
+    base = have[first][0]
+    length = have[last][0] + len(have[last][1]) - base
+    if length <= limit:  # perhaps all of a short block: not known until its ends are
+        return False
+    chunk_start = int(row["char_start"] or 0) - base
+    low, high = _window_bounds(length, chunk_start, chunk_start + len(row["text"] or ""), limit)
+    return (low > 0 or starts) and (high < length or ends)
 
 
 # What a hit shows in the agent format: this many characters of its passage, where

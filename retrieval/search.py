@@ -34,7 +34,7 @@ from funes.provenance import decode_commands, decode_files
 from funes.retrieval.bounds import DEFAULT_K, check_counts, checked_query
 from funes.retrieval.filters import Filters
 from funes.retrieval.fusion import DEFAULT, Fusion
-from funes.retrieval.passage import one_line, passage
+from funes.retrieval.passage import one_line, passage, passage_pieces
 from funes.retrieval.ranking import DEFAULT as DEFAULT_RANKING
 from funes.retrieval.ranking import RANKING_COLUMNS
 from funes.retrieval.ranking import Ranking, block_key
@@ -373,11 +373,14 @@ class Recaller:
 
     def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
                        block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:
-        """Each hit's text becomes the passage of its block around it (retrieval/passage.py)."""
+        """Each hit's text becomes the passage of its block around it (retrieval/passage.py):
+        its block's splits from the ranking's read of the pool's split blocks where it
+        made one, else those around it, read by id."""
         if block_chunks is None:
-            block_chunks = self.memory.block_chunks(rows[hit.id] for hit in hits)
-        blocks = {block_key(rows[hit.id]) for hit in hits}
-        pieces = self.memory.block_pieces({block: block_chunks[block] for block in blocks if block in block_chunks})
+            pieces = passage_pieces(self.memory.block_splits, [rows[hit.id] for hit in hits])
+        else:
+            blocks = {block_key(rows[hit.id]) for hit in hits}
+            pieces = self.memory.block_pieces({block: block_chunks[block] for block in blocks if block in block_chunks})
         for hit in hits:
             row = rows[hit.id]
             chunk = (int(row["char_start"] or 0), row["text"] or "")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from funes.chunking import SPLIT_SIZE
+from funes.chunking import SPLIT_SIZE, chunk_id
 from funes.embedding import awaiting_vector_sql, dense_tiers, int8_tiers, results_read_calls
 from funes.errors import MemoryIncompatibleError, MemoryMissingError, RemoteError, UsageError
 from funes.memory.health import TableDamage, damaged_fragments, intact_fragments, lost_versions, open_newest_readable
@@ -427,6 +427,19 @@ class Memory:
             if key in blocks:
                 found.setdefault(key, []).append((int(split or 0), int(row_id)))
         return {key: [row_id for _, row_id in sorted(chunks)] for key, chunks in found.items()}
+
+    def block_splits(self, wanted: Mapping[tuple[str, str, int], Iterable[int]],
+                     ) -> dict[tuple[str, str, int], dict[int, tuple[int, str]]]:
+        """The ``(char_start, text)`` of the asked splits of each block (``{(session_id,
+        turn_uuid, block_idx): split indexes}``), by split index, read by their chunk
+        ids (:func:`funes.chunking.chunk_id`, the ``id`` index): a split a block does
+        not have is absent."""
+        ids = {chunk_id(*block, split): (block, split) for block, splits in wanted.items() for split in splits}
+        out: dict[tuple[str, str, int], dict[int, tuple[int, str]]] = {}
+        for row in self.rows(list(ids), ("id", "char_start", "text")).values():
+            block, split = ids[row["id"]]
+            out.setdefault(block, {})[split] = (int(row["char_start"] or 0), row["text"] or "")
+        return out
 
     def resolve_session(self, given: str) -> str:
         """See :func:`resolve_session`."""

@@ -2,13 +2,14 @@
 as its arguments (retrieval/passage.py), on its own and through a real memory."""
 
 import json
+import random
 
 import pytest
 from memory_helpers import LONG_SESSION
 
 from funes.chunking import split_text
 from funes.memory.documents import call_text
-from funes.retrieval.passage import PASSAGE_CHARS, passage, readable_call
+from funes.retrieval.passage import PASSAGE_CHARS, passage, passage_pieces, readable_call
 
 
 def test_a_short_block_is_shown_whole():
@@ -45,6 +46,69 @@ def test_a_long_tool_call_shows_its_decoded_arguments_around_the_chunk():
     assert len(shown) == PASSAGE_CHARS and shown in readable_call(call)
     assert '\\"' not in shown and '\\n' not in shown  # what the agent wrote, not its JSON escapes
     assert max(call_text(chunk[1]).split("\n")[1:-1], key=len) in shown  # the window holds the chunk
+
+
+def _block_reader(blocks, asks):
+    """A reader of splits by block and index, as Memory.block_splits answers, that
+    records what each call asked for."""
+    def read(wanted):
+        asks.append({block: list(splits) for block, splits in wanted.items()})
+        return {block: {i: blocks[block][i] for i in splits if i in blocks[block]} for block, splits in wanted.items()}
+    return read
+
+
+@pytest.mark.parametrize("block_type, text", [
+    ("tool_result", "".join(f"line {n:04d} of the log\n" for n in range(400))),  # cuts ~440 apart
+    ("text", "".join(f"{'word ' * 62}{n}\n" for n in range(40))),  # one break a window: cuts ~160 apart
+    ("tool_result", "x" * 9_000),  # no break at all: hard cuts
+    ("text", "a short paragraph, then " + "a long one. " * 60),  # 1.2 windows: shown whole
+    ("tool_use", json.dumps({"file_path": "/src/m.ex", "content": "".join(
+        f"defmodule M{n} do\n  def f, do: \"value {n}\"\nend\n" for n in range(120))}, separators=(",", ":"))),
+])
+def test_the_splits_read_around_a_chunk_show_what_its_whole_block_shows(block_type, text):
+    pieces = split_text(text)
+    block = ("s", "t", 0)
+    store = {block: dict(enumerate(pieces))}
+    for index, (start, piece) in enumerate(pieces):
+        row = {"session_id": "s", "turn_uuid": "t", "block_idx": 0, "split_idx": index, "char_start": start,
+               "text": piece, "block_type": block_type}
+        run = passage_pieces(_block_reader(store, []), [row])[block]
+        assert passage(run, (start, piece), block_type) == passage(pieces, (start, piece), block_type)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_splits_of_uneven_lengths_read_around_a_chunk_show_what_the_whole_block_shows(seed):
+    """Splits break where a line or a space falls, so one a few hundred characters long
+    can sit beside a full one: the passage may reach past the splits first read."""
+    rng = random.Random(seed)
+    text = "".join(rng.choice("abcdefgh \n") for _ in range(6_000))
+    pieces, start = [], 0
+    while True:
+        end = min(len(text), start + rng.choice((310, 320, 600, 600, 600)))
+        pieces.append((start, text[start:end]))
+        if end == len(text):
+            break
+        start = end - 150
+    block = ("s", "t", 0)
+    store = {block: dict(enumerate(pieces))}
+    for index, (start, piece) in enumerate(pieces):
+        row = {"session_id": "s", "turn_uuid": "t", "block_idx": 0, "split_idx": index, "char_start": start,
+               "text": piece, "block_type": "text"}
+        run = passage_pieces(_block_reader(store, []), [row])[block]
+        assert passage(run, (start, piece), "text") == passage(pieces, (start, piece), "text")
+
+
+def test_a_block_missing_a_split_shows_what_the_memory_holds():
+    text = "".join(f"line {n:04d} of the log\n" for n in range(400))
+    pieces = split_text(text)
+    block = ("s", "t", 0)
+    damaged = {block: {i: piece for i, piece in enumerate(pieces) if i != 5}}
+    start, piece = pieces[6]
+    row = {"session_id": "s", "turn_uuid": "t", "block_idx": 0, "split_idx": 6, "char_start": start,
+           "text": piece, "block_type": "text"}
+    run = passage_pieces(_block_reader(damaged, []), [row])[block]
+    shown = passage(run, (start, piece), "text")
+    assert piece in shown and shown in text
 
 
 @pytest.fixture
