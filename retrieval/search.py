@@ -44,6 +44,10 @@ POOL = 100
 # The pool rows' flag: still owed a vector under the memory's policy.
 PENDING = "_pending"
 NEIGHBOR_PREVIEW = 160
+NEIGHBOR_COLUMNS = ("id", "seq", "role", "block_type", "turn_uuid", "text", "block_idx")
+# Candidates past the first k whose neighbours a recall reads beside its passages and
+# its stage: as many as a passage shown twice usually drops.
+NEIGHBOR_SLACK = 4
 
 
 @dataclass
@@ -297,6 +301,11 @@ class Recaller:
             )
             hits.append(hit)
         hits = hits[:candidates] if candidates >= k else hits[:k]
+        # The neighbours of the first k candidates and a few more (a passage shown twice
+        # drops a hit) are read beside the passages and the stage; a hit the stage or a
+        # half-life brings up from further down has its own read at the end.
+        reading_neighbors = self._helper.submit(self._neighbor_rows, hits[:k + NEIGHBOR_SLACK], neighbors) \
+            if neighbors else None
         # Each candidate shows its passage before the stage reads them: two blocks of a
         # session can hold one text (a subagent's report, and the Task result that hands
         # it back), and a passage already a candidate's adds nothing.
@@ -336,10 +345,9 @@ class Recaller:
         hits = hits[:k]
         for hit in hits:
             hit.scores["final"] = round(hit.score, 6)
-        reading_neighbors = self._helper.submit(self._attach_neighbors, hits, neighbors) if neighbors else None
         self._attach_results(hits, rows)
         if reading_neighbors is not None:
-            reading_neighbors.result()
+            self._attach_neighbors(hits, neighbors, *reading_neighbors.result())
         return RecallResult(
             query=query, hits=hits, memory_label=self.memory.location.label,
             reranker=getattr(self.reranker, "model_id", None) if reranked else None,
@@ -396,11 +404,29 @@ class Recaller:
                 hit.result = Neighbor(seq=int(row["seq"] or 0), role=row["role"] or "", block_type=row["block_type"],
                                       turn_uuid=row["turn_uuid"], text=row["text"] or "")
 
-    def _attach_neighbors(self, hits: list[Hit], span: int) -> None:
+    def _neighbor_rows(self, hits: list[Hit], span: int,
+                       ) -> tuple[dict[str, set[int]], dict[str, list[dict[str, Any]]]]:
+        """The turns within ``span`` of each of ``hits`` (``{session_id: seqs}``) and
+        their first chunks by session, in session order."""
         seqs: dict[str, set[int]] = {}
         for hit in hits:
             seqs.setdefault(hit.session_id, set()).update(range(hit.seq - span, hit.seq + span + 1))
-        rows_of = self.memory.turn_rows(seqs, ("id", "seq", "role", "block_type", "turn_uuid", "text", "block_idx"))
+        return seqs, self.memory.turn_rows(seqs, NEIGHBOR_COLUMNS)
+
+    def _attach_neighbors(self, hits: list[Hit], span: int, read: dict[str, set[int]],
+                          rows_of: dict[str, list[dict[str, Any]]]) -> None:
+        """Each hit's neighbours from ``rows_of`` (the turns ``read``), the turns
+        not read yet read now."""
+        missing: dict[str, set[int]] = {}
+        for hit in hits:
+            wanted = set(range(hit.seq - span, hit.seq + span + 1)) - read.get(hit.session_id, set())
+            if wanted:
+                missing.setdefault(hit.session_id, set()).update(wanted)
+        if missing:
+            rows_of = {**rows_of}
+            for session, rows in self.memory.turn_rows(missing, NEIGHBOR_COLUMNS).items():
+                rows_of[session] = sorted([*rows_of.get(session, []), *rows],
+                                          key=lambda r: (r["seq"], r["block_idx"]))
         for hit in hits:
             hit.neighbors = [
                 Neighbor(seq=int(r["seq"]), role=r["role"] or "", block_type=r["block_type"] or "",

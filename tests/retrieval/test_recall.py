@@ -269,6 +269,23 @@ def test_half_life_turns_recency_into_a_factor(recaller):
         assert hit.score == pytest.approx(undecayed[hit.id] * hit.scores["recency"], rel=1e-3)
 
 
+def test_a_hit_from_far_down_the_ranking_has_its_neighbours_too(recaller):
+    """Neighbours are read for the first hits while their passages are; a hit the
+    half-life brings up from further down has them read after."""
+    from funes.retrieval.search import NEIGHBOR_SLACK
+
+    k = 3
+    order = [hit.id for hit in recaller.recall("test", k=30, neighbors=0).hits]
+    decayed = recaller.recall("test", k=k, neighbors=1, half_life=1).hits
+    assert any(order.index(hit.id) >= k + NEIGHBOR_SLACK for hit in decayed)
+    for hit in decayed:
+        turns = recaller.memory.turn_rows({hit.session_id: range(hit.seq - 1, hit.seq + 2)},
+                                          ("seq", "turn_uuid", "block_idx"))[hit.session_id]
+        assert [(n.seq, n.turn_uuid) for n in hit.neighbors] == \
+            [(row["seq"], row["turn_uuid"]) for row in turns if row["seq"] != hit.seq]
+        assert hit.neighbors or not turns
+
+
 def test_chunks_tied_at_the_last_place_go_to_the_newest(isolated_env):
     """Recency breaks a tie in score (newest first), however the ranking ordered the
     tied chunks and wherever the cut at k falls among them."""
