@@ -36,7 +36,8 @@ TARGETS: dict[str, tuple[str, list[list[str]]]] = {
         ["eval_recall.py", "--eval-dir", str(KIT), "--variants", "convex", "--baselines", "coding,coding2,locomo",
          "--no-latency", "--write"],
         ["eval_windows.py", "--eval-dir", str(KIT)]]),
-    "latency": ("Recall latency", [["recall_latency.py"]]),
+    "latency": ("Recall latency; Stale marks' cost", [
+        ["recall_latency.py"], ["recall_latency.py", "--stale", "--sizes", "10000", "--runs", "15"]]),
     "rerank": ("Recall latency (its rerank column's model; prints only)", [["rerank_latency.py"]]),
     "day-zero": ("Day zero; then Recall latency during a first index, Cold recall on the day-zero memory", [
         ["day_zero.py", "--chunks", "300000", "--embed-minutes", "10", "--write"],
