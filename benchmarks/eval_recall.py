@@ -230,6 +230,7 @@ def scaled_memory(corpus: Path, work: Path, target: int) -> Path:
     (so the vector index exists past its threshold), as a big memory would be."""
     import pyarrow as pa
 
+    from funes.chunking import chunk_id
     from funes.embedding import IDENTITY
     from funes.memory.location import location_for
     from funes.memory.reader import Memory
@@ -246,12 +247,16 @@ def scaled_memory(corpus: Path, work: Path, target: int) -> Path:
     source = Memory.open(location_for(str(corpus / "home" / ".funes" / "memory")))
     rows = source.dataset.to_table()
     copies = max(1, -(-target // rows.num_rows))
+    keys = list(zip(*(rows.column(c).to_pylist() for c in ("session_id", "turn_uuid", "block_idx", "split_idx")),
+                    strict=True))
     with MemoryWriter.open(location, IDENTITY.to_metadata(), dim=IDENTITY.dim) as writer:
         for copy in range(copies):
+            # Ids as the indexer gives them (recall reads a passage's splits by id).
+            sessions = [f"{session}-{copy}" for session, _, _, _ in keys]
+            ids = [chunk_id(f"{session}-{copy}", turn, int(block or 0), int(split or 0))
+                   for session, turn, block, split in keys]
             table = rows
-            for column in ("id", "session_id"):
-                values = [f"{copy:04x}{v[4:]}" if column == "id" else f"{v}-{copy}"
-                          for v in rows.column(column).to_pylist()]
+            for column, values in (("id", ids), ("session_id", sessions)):
                 table = table.set_column(table.schema.get_field_index(column), column, pa.array(values))
             writer.table.add(table.select(writer.table.schema.names))
         writer.sync_lexical()
