@@ -109,8 +109,9 @@ Block = tuple[str, str, int]
 
 def passage_pieces(read: Callable[[Mapping[Block, Iterable[int]]], dict[Block, dict[int, tuple[int, str]]]],
                    rows: Iterable[Mapping[str, Any]], limit: int = PASSAGE_CHARS) -> dict[Block, list[tuple[int, str]]]:
-    """Of each block of ``rows`` (chunk rows) that can have more than one split, the
-    run of its splits that holds the passage :func:`passage` shows around that row:
+    """Of each block of ``rows`` (chunk rows, one a block, as the ranking keeps them)
+    that can have more than one split, the run of its splits that holds the passage
+    :func:`passage` shows around that row:
     ``read`` (:meth:`funes.memory.reader.Memory.block_splits`) is asked for the
     splits within :data:`PASSAGE_REACH` of the chunk (a tool call's from its first:
     its arguments are decoded whole), then twice as far, while the passage would
