@@ -265,11 +265,8 @@ class Recaller:
             pool_rows = {**dense_rows, **pool_rows}
         fused = self.fusion.fuse(lexical, dense, pool, {chunk for chunk, row in pool_rows.items() if row.get(PENDING)},
                                  own_cosines)
-        # A ranking that weighs a block by its chunks reads the pool's split blocks,
-        # whose row ids then give the finalists' passages (no second scan); without
-        # it only the finalists' blocks are read, once they are known.
-        block_chunks = self.memory.block_chunks(pool_rows.values()) if self.ranking.split_exponent else None
-        splits = {block: len(chunks) for block, chunks in block_chunks.items()} if block_chunks is not None else None
+        # Only a ranking that weighs a long block by its chunks counts them.
+        splits = self.memory.split_counts(pool_rows.values()) if self.ranking.split_exponent else None
         fused = self.ranking.rank(fused, pool_rows, splits, query)[: max(candidates, k)]
         rows = self.memory.rows_at([pool_rows[chunk]["_rowid"] for chunk, _ in fused])
         lexical_rank = {chunk: (rank, score) for rank, (chunk, score) in enumerate(lexical)}
@@ -309,7 +306,7 @@ class Recaller:
         # Each candidate shows its passage before the stage reads them: two blocks of a
         # session can hold one text (a subagent's report, and the Task result that hands
         # it back), and a passage already a candidate's adds nothing.
-        hits = self._distinct_passages(hits, rows, block_chunks)
+        hits = self._distinct_passages(hits, rows)
 
         reranked = False
         if self.reranker is not None and hits:
@@ -365,11 +362,10 @@ class Recaller:
         return ([(row["id"], 1.0 - distance) for row, distance in nearest], {row["id"]: row for row, _ in nearest},
                 vector)
 
-    def _distinct_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
-                           block_chunks: dict[tuple[str, str, int], list[int]] | None) -> list[Hit]:
+    def _distinct_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]]) -> list[Hit]:
         """``hits`` showing their passages, each passage once a session (the first hit
         keeps it; whitespace aside, as the ranking keeps each chunk's text once)."""
-        self._show_passages(hits, rows, block_chunks)
+        self._show_passages(hits, rows)
         seen: set[tuple[str, str]] = set()
         out = []
         for hit in hits:
@@ -379,16 +375,10 @@ class Recaller:
                 out.append(hit)
         return out
 
-    def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]],
-                       block_chunks: dict[tuple[str, str, int], list[int]] | None) -> None:
-        """Each hit's text becomes the passage of its block around it (retrieval/passage.py):
-        its block's splits from the ranking's read of the pool's split blocks where it
-        made one, else those around it, read by id."""
-        if block_chunks is None:
-            pieces = passage_pieces(self.memory.block_splits, [rows[hit.id] for hit in hits])
-        else:
-            blocks = {block_key(rows[hit.id]) for hit in hits}
-            pieces = self.memory.block_pieces({block: block_chunks[block] for block in blocks if block in block_chunks})
+    def _show_passages(self, hits: list[Hit], rows: dict[str, dict[str, Any]]) -> None:
+        """Each hit's text becomes the passage of its block around it (retrieval/passage.py),
+        from the splits around it, read by id."""
+        pieces = passage_pieces(self.memory.block_splits, [rows[hit.id] for hit in hits])
         for hit in hits:
             row = rows[hit.id]
             chunk = (int(row["char_start"] or 0), row["text"] or "")

@@ -400,13 +400,12 @@ class Memory:
                 out[row["id"]] = result
         return out
 
-    def block_chunks(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], list[int]]:
-        """The row ids (this memory's version: for :meth:`block_pieces`), in split
-        order, of the chunks of each block of ``rows`` that can have more than one,
-        keyed by (session_id, turn_uuid, block_idx); a block not in the result is
-        its one chunk.  Only blocks that can have more than one chunk are looked up:
-        a first chunk shorter than half a split is its whole block (a split is cut
-        in the second half of its window).
+    def split_counts(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], int]:
+        """How many chunks each block of ``rows`` that can have more than one has,
+        keyed by (session_id, turn_uuid, block_idx); a block not in the result is its
+        one chunk.  Only blocks that can have more than one chunk are looked up: a
+        first chunk shorter than half a split is its whole block (a split is cut in the
+        second half of its window).
 
         Read as three IN lists (sessions, turns, block indexes), whose superset is
         cut to the exact blocks here: one OR'd condition per block costs a table
@@ -419,14 +418,13 @@ class Memory:
         where = " AND ".join((sql_in("session_id", sorted({sid for sid, _, _ in blocks})),
                               sql_in("turn_uuid", sorted({turn for _, turn, _ in blocks})),
                               f"block_idx IN ({', '.join(str(b) for b in sorted({b for _, _, b in blocks}))})"))
-        table = self.scan(["session_id", "turn_uuid", "block_idx", "split_idx"], where, row_ids=True)
-        found: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
-        for session, turn, block, split, row_id in zip(*(table[c].to_pylist() for c in table.column_names),
-                                                       strict=True):
+        table = self.scan(["session_id", "turn_uuid", "block_idx"], where)
+        counts: dict[tuple[str, str, int], int] = {}
+        for session, turn, block in zip(*(table[c].to_pylist() for c in table.column_names), strict=True):
             key = (session, turn, int(block or 0))
             if key in blocks:
-                found.setdefault(key, []).append((int(split or 0), int(row_id)))
-        return {key: [row_id for _, row_id in sorted(chunks)] for key, chunks in found.items()}
+                counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def block_splits(self, wanted: Mapping[tuple[str, str, int], Iterable[int]],
                      ) -> dict[tuple[str, str, int], dict[int, tuple[int, str]]]:
@@ -444,22 +442,6 @@ class Memory:
     def resolve_session(self, given: str) -> str:
         """See :func:`resolve_session`."""
         return resolve_session(self.scan, given)
-
-    def block_pieces(self, chunks: Mapping[tuple[str, str, int], Sequence[int]]) -> dict[tuple[str, str, int],
-                                                                                        list[tuple[int, str]]]:
-        """The ``(char_start, text)`` of each block's chunks, in split order, given
-        their row ids (:meth:`block_chunks`): a take by row id, no scan."""
-        wanted = [row_id for row_ids in chunks.values() for row_id in row_ids]
-        if not wanted:
-            return {}
-        columns = ["session_id", "turn_uuid", "block_idx", "split_idx", "char_start", "text"]
-        table = self._with_absent(columns, lambda present: self.dataset._take_rows(wanted, columns=present))
-        pieces: dict[tuple[str, str, int], list[tuple[int, int, str]]] = {}
-        for row in table.to_pylist():
-            key = (row["session_id"], row["turn_uuid"], int(row["block_idx"] or 0))
-            pieces.setdefault(key, []).append((int(row["split_idx"] or 0), int(row["char_start"] or 0),
-                                               row["text"] or ""))
-        return {key: [(start, text) for _, start, text in sorted(found)] for key, found in pieces.items()}
 
     def turn_rows(self, seqs: Mapping[str, Iterable[int]], columns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The first chunk of every block of the turns at ``seqs`` (``{session_id:

@@ -145,3 +145,28 @@ def test_recall_shows_a_tool_call_as_it_was_run(recaller):
     hits = recaller.recall(command, k=10, neighbors=0).hits
     hit = next(h for h in hits if h.id == call["id"])
     assert hit.text.startswith(f"command: {command}") and not hit.text.startswith("{")
+
+
+def test_a_long_block_weight_counts_the_splits_of_the_hits_block(recaller):
+    """A ranking that weighs a long block by its chunks (not the default) divides its
+    hit's score by the block's split count to that power."""
+    import dataclasses
+
+    from funes.retrieval.filters import Filters
+    from funes.retrieval.ranking import DEFAULT
+    from funes.retrieval.search import Recaller
+
+    rows = recaller.memory.session_rows(LONG_SESSION, columns=("id", "seq", "turn_uuid", "block_idx", "split_idx",
+                                                                "text"))
+    target = next(r for r in rows if r["split_idx"] == 1)
+    splits = sum((r["turn_uuid"], r["block_idx"]) == (target["turn_uuid"], target["block_idx"]) for r in rows)
+    query = " ".join(target["text"].split()[:40])
+    scores = []
+    for exponent in (0.0, 0.1):
+        ranking = dataclasses.replace(DEFAULT, split_exponent=exponent, session_weight=0.0)
+        hits = Recaller(recaller.memory, embedder=recaller.embedder, ranking=ranking).recall(
+            query, k=10, neighbors=0, filters=Filters.parse(session=LONG_SESSION)).hits
+        scores.append(next(h.scores["fused"] for h in hits
+                           if (h.turn_uuid, h.block_idx) == (target["turn_uuid"], target["block_idx"])))
+    assert splits > 1 and scores[1] == pytest.approx(scores[0] * splits ** -0.1, rel=1e-4)
+
