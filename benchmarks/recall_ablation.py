@@ -459,15 +459,15 @@ def answer_check_ms(dev: DevSet, repeats: int = 20) -> dict[str, float]:
         kinds = asked_types(question["question"])
         if not kinds:
             continue
-        texts = [dev.rows[chunk]["text"] or "" for chunk, _ in FUSION.fuse(lex, den, POOL, dev.pending)]
+        rows = [dev.rows[chunk] for chunk, _ in FUSION.fuse(lex, den, POOL, dev.pending)]
         best = float("inf")
         for _ in range(repeats):
             started = time.perf_counter()
-            for text in texts:
-                holds_answer(text, kinds)
+            for row in rows:
+                holds_answer(row, kinds)
             best = min(best, time.perf_counter() - started)
         times.append(best * 1000)
-        sizes.append(len(texts))
+        sizes.append(len(rows))
     if not times:
         return {}
     return {"p50": round(statistics.median(times), 2), "p95": round(statistics.quantiles(times, n=20)[-1], 2)

@@ -4,7 +4,7 @@ A question about a session usually shares its words with many chunks: the
 assistant saying it will check the Next.js version, the command that printed
 it, the summary that mentions it, and the output that holds ``Next.js 15.5.2``.
 Word overlap and meaning rank these close together; what tells the answer apart
-is that it holds the *kind* of thing asked for.  Six kinds are read from the
+is that it holds the *kind* of thing asked for.  Seven kinds are read from the
 question's wording (English, the language of the questions funes is measured on):
 
 * a **version** ("which version", "what release"): a dotted number, ``15.5.2``;
@@ -18,7 +18,13 @@ question's wording (English, the language of the questions funes is measured on)
 * a **time** ("When did …", "what date", "how long ago"; a "when" that opens a
   clause, "when the build failed, …", asks for no time): a month or a weekday, a
   day said relative to the talk ("yesterday", "last week", "two days ago") or a
-  year.
+  year;
+* **the user's words** ("what did I ask for", "which layout did I pick", "what did
+  the user suspect", "what was the agent asked to finish"; "when I asked …, what
+  did the agent do" asks for the agent's doing): a text the user wrote, or the
+  user's answer to an agent's question tool (Claude Code's ``AskUserQuestion``,
+  whose result is that answer).  Sessions are mostly the agent's output, so the
+  user's few turns are outranked by the agent's talk about the same request.
 
 :class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
 question asks for by ``1 + answer_weight``; a question that asks for none of
@@ -32,8 +38,9 @@ hostile chunk or question costs no more than its length.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 _EXTENSIONS = ("py|pyi|ts|tsx|js|jsx|mjs|cjs|json|md|ex|exs|rs|go|rb|java|kt|swift|c|h|cpp|hpp|cs|php|toml|yaml|"
                "yml|lock|env|sh|css|scss|html|sql|txt|cfg|ini|xml|vue|svelte")
@@ -49,36 +56,55 @@ def _word_starting(*words: str) -> str:
     return rf"[{letters}](?<!\w[{letters}])(?:{rests})"
 
 
+# Tools whose result is the user's own answer to the agent, not a program's output.
+USER_ANSWER_TOOLS = frozenset({"AskUserQuestion"})
+
+
 @dataclass(frozen=True)
 class AnswerType:
     """One kind of answer: the wording of a question that asks for it (``asked``)
-    and what a chunk holding one shows (``held``)."""
+    and whether a chunk (a row: its ``text``, ``role``, ``block_type`` and
+    ``tool_name``) holds one (``held``)."""
 
     name: str
     asked: re.Pattern[str]
-    held: re.Pattern[str]
+    held: Callable[[Mapping[str, Any]], bool]
+
+
+def _shows(pattern: re.Pattern[str]) -> Callable[[Mapping[str, Any]], bool]:
+    """A chunk holds the kind when its text matches ``pattern``."""
+    return lambda row: pattern.search(row["text"] or "") is not None
+
+
+def _users_words(row: Mapping[str, Any]) -> bool:
+    return (row["role"] == "user" and row["block_type"] == "text") or (
+        row["block_type"] == "tool_result" and row["tool_name"] in USER_ANSWER_TOOLS)
 
 
 ANSWER_TYPES: tuple[AnswerType, ...] = (
     AnswerType("version", re.compile(r"\b(versions?|releases?)\b", re.I),
-               re.compile(r"\bv?\d+\.\d+(\.\d+)?\b")),
+               _shows(re.compile(r"\bv?\d+\.\d+(\.\d+)?\b"))),
     AnswerType("port", re.compile(r"\bports?\b", re.I),
-               re.compile(r":\d{2,5}\b|\b[Pp]ort \d{2,5}\b")),
+               _shows(re.compile(r":\d{2,5}\b|\b[Pp]ort \d{2,5}\b"))),
     AnswerType("number", re.compile(r"\b(how (many|much|long|often|big)|what percentage|number of|count)\b", re.I),
-               re.compile(r"\b\d+\b")),
+               _shows(re.compile(r"\b\d+\b"))),
     AnswerType("place", re.compile(r"\b(where|(which|what) (files?|folders?|director(y|ies)|modules?|paths?))\b",
                                    re.I),
-               re.compile(rf"\w/[\w.]|\w\.(?:{_EXTENSIONS})\b")),
+               _shows(re.compile(rf"\w/[\w.]|\w\.(?:{_EXTENSIONS})\b"))),
     AnswerType("error", re.compile(r"\b(errors?|fail(s|ed|ing|ure)?|exceptions?|crash(ed|es)?|broke|broken|"
                                    r"warnings?)\b", re.I),
-               re.compile(_word_starting("error", "failed", "failure", "exception", "cannot", "can't", "not found",
-                                         "traceback", "warning") + r"|\bE[A-Z]{3,}\b")),
+               _shows(re.compile(_word_starting("error", "failed", "failure", "exception", "cannot", "can't",
+                                                "not found", "traceback", "warning") + r"|\bE[A-Z]{3,}\b"))),
     AnswerType("time", re.compile(r"^\W*when (did|was|were|is|are|will|do|does|has|have|had)\b"
                                   r"|\bwhat (date|day|time|year|month)\b|\bhow long ago\b", re.I),
-               re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December"
-                          r"|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
-                          r"|(?i:\b(yesterday|tonight|tomorrow|today|weekend|ago|last (week|month|year|night|summer|winter"
-                          r"|spring|fall)|next (week|month|year))\b)|\b(19|20)\d\d\b")),
+               _shows(re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November"
+                                 r"|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+                                 r"|(?i:\b(yesterday|tonight|tomorrow|today|weekend|ago|last (week|month|year|night"
+                                 r"|summer|winter|spring|fall)|next (week|month|year))\b)|\b(19|20)\d\d\b"))),
+    AnswerType("user", re.compile(r"\bdid (I|the user) (ask|want|pick|choose|insist|request|suggest|prefer|decide|"
+                                  r"suspect|say|tell|reject|approve|mention|propose|need)\b"
+                                  r"|\bwas (the )?[\w -]{0,40}\basked to\b", re.I),
+               _users_words),
 )
 
 
@@ -87,6 +113,7 @@ def asked_types(question: str) -> tuple[AnswerType, ...]:
     return tuple(kind for kind in ANSWER_TYPES if kind.asked.search(question))
 
 
-def holds_answer(text: str, kinds: Sequence[AnswerType]) -> bool:
-    """Whether ``text`` holds an answer of one of ``kinds``."""
-    return any(kind.held.search(text) for kind in kinds)
+def holds_answer(row: Mapping[str, Any], kinds: Sequence[AnswerType]) -> bool:
+    """Whether the chunk ``row`` (its ``text``, ``role``, ``block_type`` and
+    ``tool_name``) holds an answer of one of ``kinds``."""
+    return any(kind.held(row) for kind in kinds)

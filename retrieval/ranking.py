@@ -19,8 +19,8 @@ read from its row, and then makes ten hits show ten different places:
   left out by session over every dev set, 12 of 13 coding folds chose no such
   weight, and much of what coding questions ask sits in long tool output;
 * **what the question asks for**: a candidate holding the kind of answer the
-  question asks for (a version, a port, a number, a path, an error, a time:
-  retrieval/answer_types.py) weighs ``1 + answer_weight``: of the chunks that
+  question asks for (a version, a port, a number, a path, an error, a time, the
+  user's own words: retrieval/answer_types.py) weighs ``1 + answer_weight``: of the chunks that
   share a question's words, the one with ``Next.js 15.5.2`` in it answers "which
   Next version", the one saying "let me check the version" does not;
 * **the session** adds ``session_weight`` × the best adjusted score among the
@@ -47,7 +47,8 @@ from funes.retrieval.answer_types import asked_types, holds_answer
 from funes.retrieval.passage import one_line
 
 # Row columns the ranking reads.
-RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text")
+RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text", "role",
+                   "tool_name")
 TOOL_BLOCKS = ("tool_use", "tool_result")
 
 
@@ -73,7 +74,7 @@ class Ranking:
             row = rows.get(chunk)
             if row is None:
                 continue
-            if asked and holds_answer(row["text"] or "", asked):
+            if asked and holds_answer(row, asked):
                 score *= 1 + self.answer_weight
             if row["block_type"] in TOOL_BLOCKS:
                 score *= self.tool_weight

@@ -1,9 +1,14 @@
-"""What a question asks for (a version, a port, a number, a place, an error), and
-which chunks hold one."""
+"""What a question asks for (a version, a port, a number, a place, an error, a
+time, the user's own words), and which chunks hold one."""
 
 import pytest
 
 from funes.retrieval.answer_types import asked_types, holds_answer
+
+
+def said(text: str, role: str = "assistant", block_type: str = "text", tool_name: str | None = None) -> dict:
+    """A chunk's row as the ranking reads it."""
+    return {"text": text, "role": role, "block_type": block_type, "tool_name": tool_name}
 
 
 @pytest.mark.parametrize("question, kinds", [
@@ -17,7 +22,11 @@ from funes.retrieval.answer_types import asked_types, holds_answer
     ("When did Caroline go to the support group?", {"time"}),
     ("When the production build kept failing, what did the agent fall back to?", {"error"}),
     ("What did we decide about caching the embeddings?", set()),
-    ("Which placement did I pick for the plus icon?", set()),
+    ("Which placement did I pick for the plus icon?", {"user"}),
+    ("What did the user suspect was breaking scrollback in the terminal?", {"user"}),
+    ("What was the Codex agent asked to finish in the chatbot project?", {"user"}),
+    ("When I asked to move the plus button, which component did the assistant go after first?", set()),
+    ("What did the agent say about the flaky test?", set()),
 ])
 def test_a_question_names_the_kind_of_answer_it_asks_for(question, kinds):
     assert {kind.name for kind in asked_types(question)} == kinds
@@ -40,20 +49,39 @@ def test_a_question_names_the_kind_of_answer_it_asks_for(question, kinds):
 ])
 def test_a_chunk_holding_that_kind_is_told_from_one_that_only_talks_about_it(question, holding, not_holding):
     kinds = asked_types(question)
-    assert holds_answer(holding, kinds)
-    assert not holds_answer(not_holding, kinds)
+    assert holds_answer(said(holding, "tool", "tool_result", "Bash"), kinds)
+    assert not holds_answer(said(not_holding), kinds)
+
+
+def test_a_question_about_what_the_user_said_is_answered_by_the_users_own_words():
+    """Typed by the user, or the user's answer to the agent's question tool; not the
+    agent's talk about the request, nor a program's output that quotes it."""
+    kinds = asked_types("Which placement did I pick for the plus icon?")
+    assert holds_answer(said("Put it right of the ⌘J hint", role="user"), kinds)
+    assert holds_answer(said('User has answered your questions: "Where?"="Right of ⌘J kbd"', "tool", "tool_result",
+                             "AskUserQuestion"), kinds)
+    assert not holds_answer(said("You picked the placement right of the ⌘J hint."), kinds)
+    assert not holds_answer(said("placement: right of ⌘J", "tool", "tool_result", "Bash"), kinds)
+    assert not holds_answer(said("Right of ⌘J", "user", "tool_use", "AskUserQuestion"), kinds)
 
 
 def test_a_question_asking_for_nothing_in_particular_holds_no_chunk_apart():
-    assert not holds_answer("Next.js 15.5.2 on port 3001, 3 errors", asked_types("What did we decide?"))
+    assert not holds_answer(said("Next.js 15.5.2 on port 3001, 3 errors", role="user"), asked_types("What did we decide?"))
 
 
 def test_long_hostile_text_is_read_to_the_end():
     """A chunk of one endless word (no slash, no dot) or of endless path separators
     is read whole, and the answer after it still counts."""
-    every_kind = asked_types("When did it fail, where, how many times, on which port and version?")
-    assert len(every_kind) == 6
+    every_kind = asked_types("When did it fail, where, how many times, on which port and version did I ask for?")
+    assert len(every_kind) == 7
     for filler in ("a" * 200_000, "/" * 200_000, "-" * 200_000 + ".", "E" * 200_000 + "a", "1" * 200_000 + "x"):
-        assert holds_answer(f"{filler} see src/app/page.tsx", asked_types("Which file was edited?"))
-        assert not holds_answer(filler, asked_types("Which version was it?"))
-        holds_answer(filler, every_kind)
+        assert holds_answer(said(f"{filler} see src/app/page.tsx"), asked_types("Which file was edited?"))
+        assert not holds_answer(said(filler), asked_types("Which version was it?"))
+        holds_answer(said(filler), every_kind)
+
+
+def test_a_long_hostile_question_is_read_to_the_end():
+    """The user kind's bounded run of words between "was" and "asked to" keeps a
+    question of endless words linear, and what it asks after them still counts."""
+    assert {kind.name for kind in asked_types("was " * 50_000 + "the agent asked to finish?")} == {"user"}
+    assert not asked_types("was " + "the " * 50_000 + "agent asked to finish?")

@@ -5,9 +5,10 @@ import pytest
 from funes.retrieval.ranking import Ranking
 
 
-def _row(chunk, text, *, session="s", turn="t", block=0, split=0, block_type="text"):
+def _row(chunk, text, *, session="s", turn="t", block=0, split=0, block_type="text", role="assistant",
+         tool_name=None):
     return chunk, {"id": chunk, "session_id": session, "turn_uuid": turn, "block_idx": block, "split_idx": split,
-                   "block_type": block_type, "text": text}
+                   "block_type": block_type, "text": text, "role": role, "tool_name": tool_name}
 
 
 NEUTRAL = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0, answer_weight=0.0)
@@ -77,3 +78,21 @@ def test_a_candidate_holding_the_kind_of_answer_asked_for_weighs_more():
     unweighted = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0,
                          answer_weight=0.0)
     assert [c for c, _ in unweighted.rank(fused, rows, query=question)] == ["talk", "output"]
+
+
+def test_a_question_about_what_the_user_asked_weighs_the_users_own_words_more():
+    """The agent's talk about a request shares its words; the user's turn, or the
+    user's answer to the agent's question tool, is what was asked."""
+    rows = dict([
+        _row("talk", "I'll make the avatar fall back to the initials of the username.", turn="t1"),
+        _row("typed", "Use the initials from the username if name isn't present", turn="t0", role="user"),
+        _row("answered", 'User has answered your questions: "Fallback?"="username initials"', turn="t2",
+             block_type="tool_result", role="tool", tool_name="AskUserQuestion"),
+    ])
+    fused = [("talk", 1.0), ("typed", 0.8), ("answered", 0.75)]
+    answers = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0,
+                      answer_weight=0.4)
+    ranked = answers.rank(fused, rows, query="What fallback did I ask for in the avatar letters?")
+    assert [c for c, _ in ranked] == ["typed", "answered", "talk"]
+    assert [c for c, _ in answers.rank(fused, rows, query="What fallback did the avatar get?")] == [
+        "talk", "typed", "answered"]

@@ -54,7 +54,8 @@ def test_a_question_asking_for_a_number_brings_the_output_that_holds_one_first(r
     question = "how many tests passed"
     hits = recaller.recall(question, k=3).hits
     assert hits[0].text == "2 failed, 3 passed"
-    assert holds_answer(hits[0].text, asked_types(question))
+    assert holds_answer({"text": hits[0].text, "role": hits[0].role, "block_type": hits[0].block_type,
+                         "tool_name": hits[0].tool_name}, asked_types(question))
 
 
 def test_a_keyword_match_the_vector_search_left_out_is_fused_with_its_own_cosine(recaller, monkeypatch):
