@@ -23,7 +23,8 @@ question's wording (English, the language of the questions funes is measured on)
   the user suspect", "what was the agent asked to finish"; "when I asked …, what
   did the agent do" asks for the agent's doing): a text the user wrote, or the
   user's answer to an agent's question tool (Claude Code's ``AskUserQuestion``,
-  whose result is that answer).  Sessions are mostly the agent's output, so the
+  Codex's ``request_user_input``, OpenCode's ``question``: their result is that
+  answer).  Sessions are mostly the agent's output, so the
   user's few turns are outranked by the agent's talk about the same request.
 
 :class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
@@ -56,8 +57,9 @@ def _word_starting(*words: str) -> str:
     return rf"[{letters}](?<!\w[{letters}])(?:{rests})"
 
 
-# Tools whose result is the user's own answer to the agent, not a program's output.
-USER_ANSWER_TOOLS = frozenset({"AskUserQuestion"})
+# Tools whose result is the user's own answer to the agent, not a program's output:
+# Claude Code's AskUserQuestion, Codex's request_user_input, OpenCode's question.
+USER_ANSWER_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "question"})
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ ANSWER_TYPES: tuple[AnswerType, ...] = (
                                  r"|(?i:\b(yesterday|tonight|tomorrow|today|weekend|ago|last (week|month|year|night"
                                  r"|summer|winter|spring|fall)|next (week|month|year))\b)|\b(19|20)\d\d\b"))),
     AnswerType("user", re.compile(r"\bdid (I|the user) (ask|want|pick|choose|insist|request|suggest|prefer|decide|"
-                                  r"suspect|say|tell|reject|approve|mention|propose|need)\b"
+                                  r"suspect|say|tell|reject|approve|accept|agree|mention|propose|need|expect|answer|"
+                                  r"reply|complain|go with|settle on|opt for)\b"
                                   r"|\bwas (the )?[\w -]{0,40}\basked to\b", re.I),
                _users_words),
 )

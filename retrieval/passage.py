@@ -186,14 +186,14 @@ ANSWER_CHARS = 480
 # a sentence of text; a wider window keeps it whole (chosen leave one session out on
 # both coding dev sets, BENCHMARKS.md "Recall output budget").
 TOOL_RESULT_ANSWER_CHARS = 800
+# A cut moves to a line break (else a space) at most this far, so a window shows whole lines.
+SNAP_CHARS = 60
+ELLIPSIS = "…"
 
 
 def answer_chars(block_type: str) -> int:
     """How much of a hit's passage the agent format shows, by its block type."""
     return TOOL_RESULT_ANSWER_CHARS if block_type == "tool_result" else ANSWER_CHARS
-# A cut moves to a line break (else a space) at most this far, so a window shows whole lines.
-SNAP_CHARS = 60
-ELLIPSIS = "…"
 
 
 def answer_window(text: str, terms: frozenset[str], limit: int = ANSWER_CHARS) -> str:

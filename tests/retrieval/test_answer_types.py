@@ -25,6 +25,7 @@ def said(text: str, role: str = "assistant", block_type: str = "text", tool_name
     ("Which placement did I pick for the plus icon?", {"user"}),
     ("What did the user suspect was breaking scrollback in the terminal?", {"user"}),
     ("What was the Codex agent asked to finish in the chatbot project?", {"user"}),
+    ("Which of the three layouts did I go with?", {"user"}),
     ("When I asked to move the plus button, which component did the assistant go after first?", set()),
     ("What did the agent say about the flaky test?", set()),
 ])
@@ -58,8 +59,9 @@ def test_a_question_about_what_the_user_said_is_answered_by_the_users_own_words(
     agent's talk about the request, nor a program's output that quotes it."""
     kinds = asked_types("Which placement did I pick for the plus icon?")
     assert holds_answer(said("Put it right of the ⌘J hint", role="user"), kinds)
-    assert holds_answer(said('User has answered your questions: "Where?"="Right of ⌘J kbd"', "tool", "tool_result",
-                             "AskUserQuestion"), kinds)
+    for tool in ("AskUserQuestion", "request_user_input", "question"):
+        assert holds_answer(said('User has answered your questions: "Where?"="Right of ⌘J kbd"', "tool",
+                                 "tool_result", tool), kinds)
     assert not holds_answer(said("You picked the placement right of the ⌘J hint."), kinds)
     assert not holds_answer(said("placement: right of ⌘J", "tool", "tool_result", "Bash"), kinds)
     assert not holds_answer(said("Right of ⌘J", "user", "tool_use", "AskUserQuestion"), kinds)
