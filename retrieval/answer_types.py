@@ -22,9 +22,8 @@ question's wording (English, the language of the questions funes is measured on)
 * **the user's words** ("what did I ask for", "which layout did I pick", "what did
   the user suspect", "what was the agent asked to finish"; "when I asked …, what
   did the agent do" asks for the agent's doing): a text the user wrote, or the
-  user's answer to an agent's question tool (Claude Code's ``AskUserQuestion``,
-  Codex's ``request_user_input``, OpenCode's ``question``: their result is that
-  answer).  Sessions are mostly the agent's output, so the
+  user's answer to a question the agent put through a tool (each agent names its
+  own: ``Agent.user_answer_tools``).  Sessions are mostly the agent's output, so the
   user's few turns are outranked by the agent's talk about the same request.
 
 :class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
@@ -41,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 _EXTENSIONS = ("py|pyi|ts|tsx|js|jsx|mjs|cjs|json|md|ex|exs|rs|go|rb|java|kt|swift|c|h|cpp|hpp|cs|php|toml|yaml|"
@@ -55,11 +55,6 @@ def _word_starting(*words: str) -> str:
     letters = "".join(sorted({ch for word in words for ch in (word[0].lower(), word[0].upper())}))
     rests = "|".join(f"(?<=[{word[0].lower()}{word[0].upper()}])(?i:{re.escape(word[1:])})" for word in words)
     return rf"[{letters}](?<!\w[{letters}])(?:{rests})"
-
-
-# Tools whose result is the user's own answer to the agent, not a program's output:
-# Claude Code's AskUserQuestion, Codex's request_user_input, OpenCode's question.
-USER_ANSWER_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "question"})
 
 
 @dataclass(frozen=True)
@@ -78,9 +73,19 @@ def _shows(pattern: re.Pattern[str]) -> Callable[[Mapping[str, Any]], bool]:
     return lambda row: pattern.search(row["text"] or "") is not None
 
 
+@cache
+def user_answer_tools() -> frozenset[str]:
+    """Every agent's tools whose result is the user's answer (``Agent.user_answer_tools``),
+    read from the registry when a question first asks for the user's words."""
+    from funes.agents import all_agents
+
+    return frozenset(tool for agent in all_agents() for tool in agent.user_answer_tools)
+
+
 def _users_words(row: Mapping[str, Any]) -> bool:
-    return (row["role"] == "user" and row["block_type"] == "text") or (
-        row["block_type"] == "tool_result" and row["tool_name"] in USER_ANSWER_TOOLS)
+    if row["block_type"] == "tool_result":
+        return row["tool_name"] in user_answer_tools()
+    return row["role"] == "user" and row["block_type"] == "text"
 
 
 ANSWER_TYPES: tuple[AnswerType, ...] = (

@@ -61,6 +61,10 @@ class Agent(ABC):
     # `funes ask`: the agent's CLI run non-interactively, prompt on stdin, with its
     # tools, MCP servers, hooks and saved sessions off (executable first).
     ask_command: ClassVar[tuple[str, ...] | None] = None
+    # Tools whose result is the user's own answer to a question the agent put (the
+    # user's words, not a program's output): recall weighs them as the user's turns
+    # for a question about what the user asked or chose (retrieval/answer_types.py).
+    user_answer_tools: ClassVar[frozenset[str]] = frozenset()
 
     # ------------------------------------------------------------------ homes
     def home(self, env: Mapping[str, str] | None = None) -> Path | None:

@@ -22,6 +22,7 @@ class ClaudeCode(Agent):
     home_env = "CLAUDE_CONFIG_DIR"
     home_default = ".claude"
     parser = "funes.agents.claude.parser"
+    user_answer_tools = frozenset({"AskUserQuestion"})
     ask_command = ("claude", "-p", "--tools", "", "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
                    "--settings", '{"disableAllHooks":true}', "--no-session-persistence", "--disable-slash-commands")
 

@@ -24,6 +24,7 @@ class Codex(Agent):
     home_env = "CODEX_HOME"
     home_default = ".codex"
     parser = "funes.agents.codex.parser"
+    user_answer_tools = frozenset({"request_user_input"})
     ask_command = ("codex", "exec", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only",
                    "--color", "never", "-c", "mcp_servers={}", "-c", "features.shell_tool=false",
                    "-c", "features.unified_exec=false", "-c", "features.hooks=false",

@@ -43,6 +43,7 @@ class OpenCode(SessionIdHookAgent):
     label = "OpenCode"
     home_default = ".local/share/opencode"
     parser = "funes.agents.opencode.parser"
+    user_answer_tools = frozenset({"question"})
 
     def home(self, env: Mapping[str, str] | None = None) -> Path:
         """The data folder: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``
