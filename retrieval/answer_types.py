@@ -21,7 +21,8 @@ question's wording (English, the language of the questions funes is measured on)
   year;
 * **the user's words** ("what did I ask for", "which layout did I pick", "what did
   the user suspect", "what was the agent asked to finish"; "when I asked …, what
-  did the agent do" asks for the agent's doing): a text the user wrote, or the
+  did the agent do" asks for the agent's doing): a text the user wrote (not a
+  subagent's prompt, which its launching agent wrote), or the
   user's answer to a question the agent put through a tool (each agent names its
   own: ``Agent.user_answer_tools``).  Sessions are mostly the agent's output, so the
   user's few turns are outranked by the agent's talk about the same request.
@@ -60,8 +61,8 @@ def _word_starting(*words: str) -> str:
 @dataclass(frozen=True)
 class AnswerType:
     """One kind of answer: the wording of a question that asks for it (``asked``)
-    and whether a chunk (a row: its ``text``, ``role``, ``block_type`` and
-    ``tool_name``) holds one (``held``)."""
+    and whether a chunk (a row: its ``text``, ``role``, ``block_type``,
+    ``tool_name`` and ``is_subagent``) holds one (``held``)."""
 
     name: str
     asked: re.Pattern[str]
@@ -85,7 +86,8 @@ def user_answer_tools() -> frozenset[str]:
 def _users_words(row: Mapping[str, Any]) -> bool:
     if row["block_type"] == "tool_result":
         return row["tool_name"] in user_answer_tools()
-    return row["role"] == "user" and row["block_type"] == "text"
+    # A subagent's "user" is the agent that launched it: its prompt is the agent's words.
+    return row["role"] == "user" and row["block_type"] == "text" and not row["is_subagent"]
 
 
 ANSWER_TYPES: tuple[AnswerType, ...] = (
@@ -122,6 +124,6 @@ def asked_types(question: str) -> tuple[AnswerType, ...]:
 
 
 def holds_answer(row: Mapping[str, Any], kinds: Sequence[AnswerType]) -> bool:
-    """Whether the chunk ``row`` (its ``text``, ``role``, ``block_type`` and
-    ``tool_name``) holds an answer of one of ``kinds``."""
+    """Whether the chunk ``row`` (its ``text``, ``role``, ``block_type``,
+    ``tool_name`` and ``is_subagent``) holds an answer of one of ``kinds``."""
     return any(kind.held(row) for kind in kinds)

@@ -48,7 +48,7 @@ from funes.retrieval.passage import one_line
 
 # Row columns the ranking reads.
 RANKING_COLUMNS = ("id", "session_id", "turn_uuid", "block_idx", "split_idx", "block_type", "text", "role",
-                   "tool_name")
+                   "tool_name", "is_subagent")
 TOOL_BLOCKS = ("tool_use", "tool_result")
 
 

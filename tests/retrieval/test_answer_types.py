@@ -6,9 +6,10 @@ import pytest
 from funes.retrieval.answer_types import asked_types, holds_answer
 
 
-def said(text: str, role: str = "assistant", block_type: str = "text", tool_name: str | None = None) -> dict:
+def said(text: str, role: str = "assistant", block_type: str = "text", tool_name: str | None = None,
+         is_subagent: bool = False) -> dict:
     """A chunk's row as the ranking reads it."""
-    return {"text": text, "role": role, "block_type": block_type, "tool_name": tool_name}
+    return {"text": text, "role": role, "block_type": block_type, "tool_name": tool_name, "is_subagent": is_subagent}
 
 
 @pytest.mark.parametrize("question, kinds", [
@@ -56,7 +57,8 @@ def test_a_chunk_holding_that_kind_is_told_from_one_that_only_talks_about_it(que
 
 def test_a_question_about_what_the_user_said_is_answered_by_the_users_own_words():
     """Typed by the user, or the user's answer to the agent's question tool; not the
-    agent's talk about the request, nor a program's output that quotes it."""
+    agent's talk about the request, a program's output that quotes it, or a
+    subagent's prompt."""
     kinds = asked_types("Which placement did I pick for the plus icon?")
     assert holds_answer(said("Put it right of the ⌘J hint", role="user"), kinds)
     for tool in ("AskUserQuestion", "request_user_input", "question"):
@@ -65,10 +67,13 @@ def test_a_question_about_what_the_user_said_is_answered_by_the_users_own_words(
     assert not holds_answer(said("You picked the placement right of the ⌘J hint."), kinds)
     assert not holds_answer(said("placement: right of ⌘J", "tool", "tool_result", "Bash"), kinds)
     assert not holds_answer(said("Right of ⌘J", "user", "tool_use", "AskUserQuestion"), kinds)
+    # a subagent's prompt is the launching agent's words, though the subagent's session records it as its user's
+    assert not holds_answer(said("Put the plus icon right of the ⌘J hint", role="user", is_subagent=True), kinds)
 
 
 def test_a_question_asking_for_nothing_in_particular_holds_no_chunk_apart():
-    assert not holds_answer(said("Next.js 15.5.2 on port 3001, 3 errors", role="user"), asked_types("What did we decide?"))
+    chunk = said("Next.js 15.5.2 on port 3001, 3 errors", role="user")
+    assert not holds_answer(chunk, asked_types("What did we decide?"))
 
 
 def test_long_hostile_text_is_read_to_the_end():

@@ -8,7 +8,7 @@ from funes.retrieval.ranking import Ranking
 def _row(chunk, text, *, session="s", turn="t", block=0, split=0, block_type="text", role="assistant",
          tool_name=None):
     return chunk, {"id": chunk, "session_id": session, "turn_uuid": turn, "block_idx": block, "split_idx": split,
-                   "block_type": block_type, "text": text, "role": role, "tool_name": tool_name}
+                   "block_type": block_type, "text": text, "role": role, "tool_name": tool_name, "is_subagent": False}
 
 
 NEUTRAL = Ranking(tool_weight=1.0, question_weight=1.0, split_exponent=0.0, session_weight=0.0, answer_weight=0.0)
