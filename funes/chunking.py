@@ -208,7 +208,7 @@ def chunk_session(
                 branch=session.branch,
                 source_path=session.source_path,
                 parent_session_id=session.parent_session_id,
-                is_subagent=session.is_subagent,
+                is_subagent=session.is_subagent or turn.is_subagent,
                 files=files,
                 commands=commands,
                 exit_code=block.exit_code,

@@ -55,6 +55,9 @@ class Turn:
     role: str  # one of ROLES
     ts: str  # RFC 3339 UTC ("2026-01-02T03:04:05.123Z") or "" when unknown
     blocks: list[Block]
+    # A subagent's turn its parent's transcript holds inline (its "user" is the agent
+    # that launched it); a subagent with a transcript of its own is Session.is_subagent.
+    is_subagent: bool = False
 
 
 @dataclass(slots=True)

@@ -190,3 +190,33 @@ def test_discover_skips_sidecars_and_tool_results(tmp_path):
     found = sorted(u.session_id for u in claude.discover(tmp_path))
     assert found == ["agent-1", "s1"]
     assert all(u.signature.count(":") == 1 for u in claude.discover(tmp_path))
+
+
+def test_an_inline_subagent_thread_is_marked_as_the_subagents(tmp_path):
+    """Claude Code 1.0.x wrote a Task subagent's records into the parent's transcript
+    (``isSidechain``): its first user record is the prompt the parent agent wrote, not
+    the user's words, and its rows say so while keeping the parent's session."""
+    from funes.chunking import chunk_session
+
+    def record(uuid, kind, content, sidechain=False):
+        return {"type": kind, "uuid": uuid, "sessionId": "s1", "isSidechain": sidechain, "cwd": "/w",
+                "message": {"role": kind, "content": content}}
+
+    lines = [
+        record("u1", "user", "Build the todo app with subagents"),
+        record("a1", "assistant", [{"type": "tool_use", "id": "t1", "name": "Task",
+                                    "input": {"prompt": "Create the main page layout"}}]),
+        record("p1", "user", "Create the main page layout", sidechain=True),
+        record("s1", "assistant", [{"type": "text", "text": "I'll create the page."}], sidechain=True),
+        record("r1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Page created."}]),
+    ]
+    path = tmp_path / "projects" / "-w" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    session = parse_file(claude, path)
+    assert not session.is_subagent and session.session_id == "s1"
+    assert [(t.turn_uuid, t.role, t.is_subagent) for t in session.turns] == [
+        ("u1", "user", False), ("a1", "assistant", False), ("p1", "user", True), ("s1", "assistant", True),
+        ("r1", "tool", False)]
+    marked = {chunk.turn_uuid: chunk.is_subagent for chunk in chunk_session(session)}
+    assert marked == {"u1": False, "a1": False, "p1": True, "s1": True, "r1": False}

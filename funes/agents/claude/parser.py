@@ -171,7 +171,9 @@ def parse(unit: SourceUnit) -> Session:
         if role == "user" and all(block.block_type == "tool_result" for block in blocks):
             role = "tool"
         parent_uuid = opt_str(record.get("parentUuid"))
-        turns.add(turn_uuid, parent_uuid, role, normalize_ts(record.get("timestamp")), blocks)
+        turn = turns.add(turn_uuid, parent_uuid, role, normalize_ts(record.get("timestamp")), blocks)
+        if turn is not None and record.get("isSidechain") is True:
+            turn.is_subagent = True
 
     each_record(path, session.warnings, handle)
     if session.is_subagent and session.parent_session_id is None and path.parent.name == "subagents":
