@@ -22,9 +22,9 @@ question's wording (English, the language of the questions funes is measured on)
 * **the user's words** ("what did I ask for", "which layout did I pick", "what did
   the user suspect", "what was the agent asked to finish"; "when I asked …, what
   did the agent do" asks for the agent's doing): a text the user wrote (not a
-  subagent's prompt, which its launching agent wrote), or the
-  user's answer to a question the agent put through a tool (each agent names its
-  own: ``Agent.user_answer_tools``).  Sessions are mostly the agent's output, so the
+  subagent's prompt, which its launching agent wrote), or the user's answer to a
+  question the agent put through a tool (each agent names its own:
+  ``Agent.user_answer_tools``).  Sessions are mostly the agent's output, so the
   user's few turns are outranked by the agent's talk about the same request.
 
 :class:`funes.retrieval.ranking.Ranking` weighs a candidate holding a kind the
