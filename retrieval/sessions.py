@@ -55,7 +55,9 @@ def list_sessions(memory: Memory, filters: Filters = Filters()) -> list[SessionS
                     pl.col("ts").filter(pl.col("ts") != "").max().fill_null("").alias("last_ts"),
                     pl.col("seq").n_unique().alias("turns"),
                     pl.len().alias("chunks"),
-                    pl.col("is_subagent").fill_null(False).any().alias("is_subagent"))
+                    # A subagent's session marks every row; a parent's transcript that holds a
+                    # subagent's thread inline (Claude Code 1.0.x) marks only that thread's.
+                    pl.col("is_subagent").fill_null(False).all().alias("is_subagent"))
                .with_columns((pl.col("first_ts") == "").alias("undated"))
                .sort(["undated", "first_ts", "session_id"]))
     return [SessionSummary(**{key: row[key] for key in SessionSummary.__dataclass_fields__})

@@ -275,3 +275,15 @@ def test_the_mcp_server_answers_history_and_the_file_and_command_filters(memory_
     assert not recalled.is_error and gets and all(path in expected[turn] for turn in gets)
     assert not listed.is_error and _text(listed).splitlines()[-1] == "1 session(s)"
     assert not scanned.is_error and "0 block(s)" not in _text(scanned)
+
+
+def test_a_session_holding_a_subagents_thread_inline_is_listed_as_the_users(memory_home):
+    """The fixture Claude session holds subagent turns inline (``isSidechain``): they
+    are marked on their rows, and the session is still listed as a main session."""
+    import lance
+
+    table = lance.dataset(str(memory_home / ".funes" / "memory" / "chunks.lance")).to_table(
+        columns=["session_id", "is_subagent"], filter="session_id = 'as_claude_small'").to_pylist()
+    assert {row["is_subagent"] for row in table} == {True, False}
+    listed = {s["session_id"]: s for s in json.loads(ok("sessions", "--json"))}
+    assert listed["as_claude_small"]["is_subagent"] is False
