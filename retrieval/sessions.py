@@ -56,7 +56,7 @@ def list_sessions(memory: Memory, filters: Filters = Filters()) -> list[SessionS
                     pl.col("seq").n_unique().alias("turns"),
                     pl.len().alias("chunks"),
                     # A subagent's session marks every row; a parent's transcript that holds a
-                    # subagent's thread inline (Claude Code 1.0.x) marks only that thread's.
+                    # subagent's thread inline (an older layout) marks only that thread's.
                     pl.col("is_subagent").fill_null(False).all().alias("is_subagent"))
                .with_columns((pl.col("first_ts") == "").alias("undated"))
                .sort(["undated", "first_ts", "session_id"]))
